@@ -1,0 +1,52 @@
+"""memlab: evaluate memory strategies of LLM agents.
+
+Public names are imported lazily, so ``import memlab`` stays fast and optional
+dependencies (sentence-transformers, chromadb) load only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # configuration and records
+    "Component": "base", "Registry": "base", "MemlabError": "base", "ConfigError": "base",
+    "MemoryRecord": "records", "ContextRecord": "records", "Hit": "records",
+    "Role": "records", "ToolCall": "records",
+    # token counting and context building
+    "TokenCounter": "tokens", "TiktokenCounter": "tokens", "ApproxTokenCounter": "tokens",
+    "ScoreBasedContextCreator": "context", "ContextBudgetError": "context",
+    # storage
+    "KeyValueStore": "storage.kv", "InMemoryKeyValueStore": "storage.kv",
+    "JsonlKeyValueStore": "storage.kv", "SQLiteKeyValueStore": "storage.kv",
+    "VectorStore": "storage.vector", "NumpyVectorStore": "storage.vector",
+    "ChromaVectorStore": "storage.chroma",
+    # embeddings
+    "Embedder": "embeddings.base", "HashingEmbedder": "embeddings.hashing",
+    "SentenceTransformerEmbedder": "embeddings.sentence_transformer",
+    "OpenAIEmbedder": "embeddings.openai", "CachedEmbedder": "embeddings.cache",
+    # blocks and memories
+    "ChatHistoryBlock": "blocks.chat_history", "VectorDBBlock": "blocks.vectordb",
+    "ChatHistoryMemory": "memories.agent", "VectorDBMemory": "memories.agent",
+    "LongtermAgentMemory": "memories.agent",
+    # strategies
+    "Strategy": "strategies.base", "Context": "strategies.base",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,72 @@
+"""The strategy interface: what the evaluation harness replays.
+
+A strategy owns a memory and decides what to recall for a query and what context to
+hand the model. The harness calls, in dialogue order:
+
+- ``observe(record)`` for every dialogue turn (``record.id`` is the turn id,
+  ``record.timestamp`` the dialogue time);
+- ``retrieve(query, k, now=...)`` and ``build_context(query, now=...)`` at each probe;
+- ``llm_usage()`` to learn what the strategy's own LLM calls cost;
+- ``reset()`` before the next dialogue.
+
+Time is explicit: ``now`` is dialogue time in epoch seconds. When it is None a strategy
+uses the timestamp of the newest record it observed, so a replay never reads the wall
+clock unless a strategy is configured to.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..base import Component, Registry
+from ..records import Hit, MemoryRecord
+from ..retrieval.filters import Where
+
+
+@dataclass
+class Context:
+    """What the model would see: OpenAI messages, their token count, and where they came from.
+
+    ``record_ids`` are the memory records in the context; ``source_ids`` the dialogue
+    turns they stand for (a summary or extracted fact names the turns it came from).
+    """
+
+    messages: list[dict[str, Any]]
+    token_count: int
+    record_ids: list[str] = field(default_factory=list)
+    source_ids: list[str] = field(default_factory=list)
+
+
+class Strategy(Component):
+    """Base class for memory strategies. Constructor arguments are the whole configuration."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Forget everything observed; afterwards the strategy behaves like a fresh clone."""
+
+    @abstractmethod
+    def observe(self, record: MemoryRecord) -> None:
+        """Take in one dialogue turn."""
+
+    @abstractmethod
+    def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
+                 now: float | None = None) -> list[Hit]:
+        """At most ``k`` hits, best first, scores non-increasing, ranks 1..n."""
+
+    @abstractmethod
+    def build_context(self, query: str, *, now: float | None = None) -> Context:
+        """The context handed to the model for ``query`` (within the strategy's token budget)."""
+
+    def llm_usage(self) -> dict[str, int]:
+        """Tokens spent by the strategy's own LLM calls since the last reset.
+
+        Keys: ``prompt_tokens``, ``completion_tokens``, ``calls``. Zero for strategies
+        that make no LLM calls.
+        """
+        return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
+
+
+#: Built-in and user strategies by name: ``registry.get("hybrid", **params)``.
+registry: Registry[Strategy] = Registry("strategy")

@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "SentenceTransformerEmbedder": "embeddings.sentence_transformer",
     "OpenAIEmbedder": "embeddings.openai", "CachedEmbedder": "embeddings.cache",
     # blocks and memories
+    "MemoryBlock": "blocks.base", "AgentMemory": "memories.base",
     "ChatHistoryBlock": "blocks.chat_history", "VectorDBBlock": "blocks.vectordb",
     "ChatHistoryMemory": "memories.agent", "VectorDBMemory": "memories.agent",
     "LongtermAgentMemory": "memories.agent",

@@ -69,7 +69,7 @@ class MemoryRecord:
     names the dialogue turns a derived memory (a summary, an extracted fact) came from.
     """
 
-    role: Role | str
+    role: Role  # a string such as "user" is accepted and parsed
     content: str
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     timestamp: float = field(default_factory=time.time)

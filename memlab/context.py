@@ -1,0 +1,143 @@
+"""ScoreBasedContextCreator: scored records in, a token-budgeted OpenAI message list out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import Component, ConfigError, MemlabError
+from .records import ContextRecord, Role
+from .tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter
+
+
+class ContextBudgetError(MemlabError):
+    """The records that must be kept (the leading system message) exceed the token limit."""
+
+
+@dataclass
+class _Unit:
+    """Messages kept or dropped together: one record, or a tool call with its results."""
+
+    positions: list[int] = field(default_factory=list)  # chronological positions of members
+    tokens: int = 0
+    score: float = float("-inf")
+
+
+class ScoreBasedContextCreator(Component):
+    """Builds the context from scored records within ``token_limit`` tokens.
+
+    ``create_context(records)`` (CAMEL's June-2025 algorithm, with memlab's fixes):
+
+    1. Deduplicate by record id, keeping the entry with the higher score (ties: the first).
+    2. Order chronologically by the record's own timestamp, ties by input order.
+    3. If the first record is SYSTEM/DEVELOPER it is always kept; if
+       ``count_messages([system]) > token_limit`` raise ContextBudgetError naming both numbers.
+    4. If ``count_messages(all) <= token_limit`` return all of them.
+    5. Otherwise group the rest into units: an assistant message with tool calls together
+       with the TOOL messages answering those calls (matched by ``tool_call_id``) is one
+       unit, every other record its own unit. A unit's score is the max of its members',
+       its cost the sum of its messages' ``count_message``. Walk the units by score,
+       highest first (ties: the unit whose newest member is newer first) and keep each one
+       whose cost still fits in ``token_limit - 3 - system tokens`` (the 3 prime the reply);
+       a unit that does not fit is skipped and smaller ones may still fit.
+    6. Return the kept messages in chronological order and ``count_messages(messages)``
+       (which is <= token_limit); no records -> ``([], 0)``.
+
+    ``token_counter=None`` uses ``TiktokenCounter()`` (o200k_base, offline).
+    """
+
+    def __init__(self, token_counter: TokenCounter | None = None, token_limit: int = 4096):
+        self.token_counter = token_counter
+        self.token_limit = token_limit
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        limit = self.token_limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+            raise ConfigError(f"token_limit must be a positive int, got {limit!r}")
+        if self.token_counter is not None and not isinstance(self.token_counter, TokenCounter):
+            raise ConfigError(f"token_counter must be a TokenCounter or None, "
+                              f"got {type(self.token_counter).__name__}")
+        self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter in use (the default one when ``token_counter`` is None)."""
+        return self._counter
+
+    def create_context(self, records: Sequence[ContextRecord]) -> tuple[list[dict[str, Any]], int]:
+        """The budgeted messages, chronological, and their token count (see the class doc)."""
+        kept = self.select(records)
+        messages = [r.memory_record.to_openai() for r in kept]
+        return messages, (self._counter.count_messages(messages) if messages else 0)
+
+    def select(self, records: Sequence[ContextRecord]) -> list[ContextRecord]:
+        """The records ``create_context`` keeps, chronological: which memories the model sees."""
+        ordered = _chronological(_dedupe(records))
+        if not ordered:
+            return []
+        messages = [r.memory_record.to_openai() for r in ordered]
+        costs = [self._counter.count_message(m) for m in messages]
+        system = 1 if ordered[0].memory_record.role.is_system else 0
+        if system:
+            needed = costs[0] + REPLY_PRIMING_TOKENS
+            if needed > self.token_limit:
+                raise ContextBudgetError(
+                    f"the system message alone needs {needed} tokens, more than "
+                    f"token_limit={self.token_limit}")
+        if sum(costs) + REPLY_PRIMING_TOKENS <= self.token_limit:
+            return ordered
+
+        room = self.token_limit - REPLY_PRIMING_TOKENS - sum(costs[:system])
+        kept = list(range(system))
+        units = _units(ordered, costs, system)
+        for unit in sorted(units, key=lambda u: (-u.score, -max(u.positions))):
+            if unit.tokens <= room:
+                kept.extend(unit.positions)
+                room -= unit.tokens
+        return [ordered[i] for i in sorted(kept)]
+
+
+def _dedupe(records: Sequence[ContextRecord]) -> list[ContextRecord]:
+    """One entry per record id, at its first position, carrying the highest score seen."""
+    best: dict[str, ContextRecord] = {}
+    order: list[str] = []
+    for rec in records:
+        if not isinstance(rec, ContextRecord):
+            raise TypeError(f"create_context expects ContextRecord items, got {type(rec).__name__}")
+        if rec.id not in best:
+            order.append(rec.id)
+            best[rec.id] = rec
+        elif rec.score > best[rec.id].score:
+            best[rec.id] = rec
+    return [best[i] for i in order]
+
+
+def _chronological(records: list[ContextRecord]) -> list[ContextRecord]:
+    # sorted() is stable, so equal timestamps keep input order
+    return sorted(records, key=lambda r: r.memory_record.timestamp)
+
+
+def _units(ordered: list[ContextRecord], costs: list[int], start: int) -> list[_Unit]:
+    """Group positions ``start..`` into units; tool results join their assistant's unit.
+
+    A TOOL message whose call is not among the records is a unit of its own.
+    """
+    units: list[_Unit] = []
+    unit_of_call: dict[str, _Unit] = {}
+    for pos in range(start, len(ordered)):
+        rec = ordered[pos].memory_record
+        unit = None
+        if rec.role is Role.TOOL and rec.tool_call_id is not None:
+            unit = unit_of_call.get(rec.tool_call_id)
+        if unit is None:
+            unit = _Unit()
+            units.append(unit)
+        if rec.role is Role.ASSISTANT:
+            for call in rec.tool_calls:
+                unit_of_call.setdefault(call.id, unit)
+        unit.positions.append(pos)
+        unit.tokens += costs[pos]
+        unit.score = max(unit.score, float(ordered[pos].score))
+    return units

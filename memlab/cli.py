@@ -1,0 +1,196 @@
+"""The ``memlab`` command: eval, sweep, strategies.
+
+    memlab eval DATASET [--format F] [--strategy NAME] [--set key=value ...] [--k 5] [--json]
+    memlab sweep CONFIG.toml [--output DIR] [--n-jobs N]
+    memlab strategies
+
+Bad input ends with one line on stderr and exit status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from typing import Any, Sequence
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one readable line instead of usage + message
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="memlab", description="Evaluate memory strategies of LLM agents.")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    e = sub.add_parser("eval", help="replay a dataset into one strategy and print metrics")
+    e.add_argument("dataset", help="dataset file, or a folder of native dataset files")
+    e.add_argument("--format", choices=["native", "locomo", "longmemeval"], default=None,
+                   help="dataset format (default: detect)")
+    e.add_argument("--strategy", default="bm25", help="registered strategy name (default: bm25)")
+    e.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="a strategy parameter (factory argument or nested key); repeatable; "
+                        "VALUE is JSON if it parses, else a string")
+    e.add_argument("--k", type=int, default=5, help="cut-off k for the metrics (default 5)")
+    e.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    e.add_argument("--probe-position", choices=["end", "after_evidence"], default=None,
+                   help="LoCoMo: ask each question at the end (default) or right after its evidence")
+    e.add_argument("--categories", default=None, help="comma-separated probe categories to keep")
+    e.add_argument("--n-jobs", type=int, default=1, help="dialogues replayed in parallel (joblib)")
+    e.add_argument("--output", default=None, help="also save per-probe rows (.parquet or .csv)")
+    e.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE.py",
+                   help="a Python file that registers strategies; repeatable")
+    s = sub.add_parser("sweep", help="run a sweep file: results table, summary and plots")
+    s.add_argument("config", help="sweep file (TOML)")
+    s.add_argument("--output", default=None, help="output folder (default: the file's [run] output)")
+    s.add_argument("--n-jobs", type=int, default=None, help="dialogues replayed in parallel")
+    sub.add_parser("strategies", help="list the registered strategies")
+    return p
+
+
+def parse_set(items: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise _UsageError(f"memlab eval: --set expects KEY=VALUE, got {item!r}")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out[key.strip()] = value
+    return out
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .eval.metrics import summarize
+    from .eval.replay import load_any, replay
+    from .eval.results import save_results
+    from .eval.sweep import import_user_module
+    from .strategies import get
+
+    if args.k < 1:
+        raise _UsageError(f"memlab eval: --k must be at least 1, got {args.k}")
+    for module in args.imports:
+        import_user_module(module)
+    options = {}
+    if args.probe_position:
+        options["probe_position"] = args.probe_position
+    dataset = load_any(args.dataset, args.format, **options)
+    if args.categories:
+        dataset = dataset.subset(categories=[c.strip() for c in args.categories.split(",")])
+    strategy = get(args.strategy, **parse_set(args.sets))
+    ks = sorted({1, args.k})
+    start = time.perf_counter()
+    rows = replay(strategy, dataset, ks=ks, k_max=args.k, label=args.strategy, n_jobs=args.n_jobs,
+                  progress=not args.json)
+    seconds = time.perf_counter() - start
+    if args.output:
+        save_results(rows, args.output)
+    summary = summarize(rows, by=["strategy"]).iloc[0].to_dict()
+    k = args.k
+    result: dict[str, Any] = {
+        "strategy": args.strategy, "dataset": dataset.name, "dataset_hash": dataset.hash,
+        "n_dialogues": len(dataset.dialogues), "n_probes": int(summary["n_probes"]),
+        "n_scored": int(summary["n_scored"]),
+    }
+    for name in (f"hit_rate@{k}", f"recall@{k}", f"recall_all@{k}", f"relevance_ratio@{k}", f"ndcg@{k}",
+                 "mrr", "context_hit_rate", "context_recall", "context_relevance_ratio",
+                 "context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms"):
+        if name in summary:
+            result[name] = _num(summary[name])
+    result["params"] = {k: v for k, v in rows.iloc[0].items() if str(k).startswith("param:")} if len(rows) else {}
+    result["params"] = {k[len("param:"):]: _num(v) for k, v in result["params"].items()}
+    result["seconds"] = round(seconds, 3)
+    if args.json:
+        print(json.dumps(result, sort_keys=False))
+    else:
+        _print_summary(result, rows, k)
+    return 0
+
+
+def _num(v: Any) -> Any:
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
+
+
+def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
+    from .eval.metrics import summarize
+
+    print(f"strategy {result['strategy']} on {result['dataset']} "
+          f"({result['n_dialogues']} dialogues, {result['n_probes']} probes, {result['n_scored']} scored, "
+          f"{result['seconds']} s)")
+    for name, value in result.items():
+        if "@" in name or name.startswith("context_") or name in ("mrr",) or name.startswith("llm_"):
+            print(f"  {name:<26} {value:.4f}" if isinstance(value, float) else f"  {name:<26} {value}")
+    if "category" in rows and rows["category"].notna().any():
+        cols = [c for c in (f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")
+                if c in rows]
+        table = summarize(rows, by=["strategy"], metrics=cols, per_category=True)
+        print()
+        print(table.drop(columns=["strategy"]).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .eval.sweep import read_config, run_config
+
+    path = Path(args.config)
+    config = read_config(path)
+    output = args.output
+    result = run_config(config, base_dir=path.parent, output=Path(output).resolve() if output else None,
+                        n_jobs=args.n_jobs, where=str(path))
+    from .eval.compare import to_markdown
+
+    print(to_markdown(result.summary))
+    if result.output is not None:
+        print(f"\nwrote {result.output}")
+    return 0
+
+
+def cmd_strategies(args: argparse.Namespace) -> int:
+    from .strategies import registry
+
+    for name in registry.names():
+        doc = (registry.factory(name).__doc__ or "").strip().splitlines()
+        print(f"{name:<14} {doc[0] if doc else ''}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    from .base import MemlabError
+
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        handler = {"eval": cmd_eval, "sweep": cmd_sweep, "strategies": cmd_strategies}[args.command]
+        return handler(args)
+    except (_UsageError, MemlabError, OSError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(message if message.startswith("memlab") else f"memlab: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("memlab: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Replay dialogues into a strategy and record what it recalls at each probe.
+
+For every dialogue the strategy is reset (a fresh clone), its turns are fed in order
+with their dialogue timestamps, and each probe is asked at its position, at the time of
+the turn it follows. One row per probe records:
+
+- identity: strategy (label), dialogue_id, probe_id, category, query, answer, gold,
+  position (turns observed), probe_time;
+- retrieval view: retrieved_ids, retrieved_source_ids, retrieved_scores (ranked, k_max);
+- context view: context_ids (source turns in the built context), context_record_ids,
+  context_tokens;
+- cost: llm_prompt_tokens, llm_completion_tokens, llm_calls (the strategy's own LLM calls
+  made for this probe and since the previous one: summaries and extractions made while
+  reading are charged to the next probe), latency_ms (wall time of retrieve + build_context:
+  the only column that is not reproducible bit for bit);
+- configuration: every parameter of the strategy (``param:<name>`` columns, deep), the
+  dataset name and hash, and provenance (memlab version, git commit).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+from ..base import Component, MemlabError
+from ..strategies.base import Strategy
+from .dataset import Dataset, Dialogue
+from .metrics import compute_metrics
+
+PARAM_PREFIX = "param:"
+
+
+def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10) -> list[dict[str, Any]]:
+    """Rows for one dialogue. ``strategy`` is reset first and used in place."""
+    strategy.reset()
+    rows: list[dict[str, Any]] = []
+    charged = strategy.llm_usage()
+    for kind, item in dialogue.timeline():
+        if kind == "turn":
+            strategy.observe(item.to_record(dialogue.id))  # type: ignore[union-attr]
+            continue
+        probe = item
+        now = dialogue.probe_time(probe)  # type: ignore[arg-type]
+        start = time.perf_counter()
+        hits = strategy.retrieve(probe.query, k_max, now=now)  # type: ignore[union-attr]
+        context = strategy.build_context(probe.query, now=now)  # type: ignore[union-attr]
+        latency = (time.perf_counter() - start) * 1000.0
+        usage = strategy.llm_usage()
+        rows.append({
+            "dialogue_id": dialogue.id,
+            "probe_id": probe.id,  # type: ignore[union-attr]
+            "category": probe.category,  # type: ignore[union-attr]
+            "query": probe.query,  # type: ignore[union-attr]
+            "answer": probe.answer,  # type: ignore[union-attr]
+            "gold": list(probe.evidence),  # type: ignore[union-attr]
+            "position": dialogue.probe_position(probe),  # type: ignore[arg-type]
+            "probe_time": float(now),
+            "retrieved_ids": [h.id for h in hits],
+            "retrieved_source_ids": [list(h.memory_record.source_ids) for h in hits],
+            "retrieved_scores": [float(h.score) for h in hits],
+            "context_ids": list(context.source_ids),
+            "context_record_ids": list(context.record_ids),
+            "context_tokens": int(context.token_count),
+            "llm_prompt_tokens": usage["prompt_tokens"] - charged["prompt_tokens"],
+            "llm_completion_tokens": usage["completion_tokens"] - charged["completion_tokens"],
+            "llm_calls": usage.get("calls", 0) - charged.get("calls", 0),
+            "latency_ms": latency,
+        })
+        charged = usage
+    return rows
+
+
+def _replay_one(strategy: Strategy, dialogue: Dialogue, k_max: int) -> list[dict[str, Any]]:
+    return replay_dialogue(strategy.clone(), dialogue, k_max)
+
+
+def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequence[int] = (1, 5, 10),
+           label: str | None = None, n_jobs: int = 1, progress: bool = False,
+           provenance: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Replay every dialogue of ``dataset``; a tidy DataFrame, one row per probe, with metrics.
+
+    ``n_jobs`` > 1 replays dialogues in parallel with joblib (each worker gets a clone);
+    any joblib backend works, e.g. ``with joblib.parallel_config(backend="dask"): ...``.
+    Rows come back in dataset order whatever the backend, so results are identical.
+    """
+    if not isinstance(strategy, Strategy):
+        raise MemlabError(f"replay needs a memlab Strategy, got {type(strategy).__name__}")
+    if k_max < max(ks, default=1):
+        k_max = max(ks)
+    dialogues = list(dataset.dialogues)
+    if n_jobs == 1:
+        it: Iterable[Dialogue] = dialogues
+        if progress:
+            from tqdm.auto import tqdm
+
+            it = tqdm(dialogues, desc=label or type(strategy).__name__, unit="dialogue")
+        per_dialogue = [_replay_one(strategy, d, k_max) for d in it]
+    else:
+        from joblib import Parallel, delayed
+
+        per_dialogue = Parallel(n_jobs=n_jobs)(delayed(_replay_one)(strategy, d, k_max) for d in dialogues)
+    rows = [row for rows in per_dialogue for row in rows]
+    frame = pd.DataFrame(rows, columns=_ROW_COLUMNS)
+    frame.insert(0, "strategy", label or strategy_label(strategy))
+    frame = compute_metrics(frame, ks=ks)
+    return add_configuration(frame, strategy, dataset, provenance)
+
+
+_ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "position",
+                "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
+                "context_ids", "context_record_ids", "context_tokens", "llm_prompt_tokens",
+                "llm_completion_tokens", "llm_calls", "latency_ms"]
+
+
+def strategy_label(strategy: Strategy) -> str:
+    return repr(strategy)
+
+
+def flat_params(component: Component) -> dict[str, Any]:
+    """Every parameter, deep, as scalars for table columns (components by class name, lists as JSON)."""
+    out: dict[str, Any] = {}
+    for name, value in component.get_params(deep=True).items():
+        if isinstance(value, Component):
+            out[name] = type(value).__name__
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            out[name] = value
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, Component) for v in value):
+            out[name] = json.dumps([type(v).__name__ for v in value])
+        else:
+            try:
+                out[name] = json.dumps(value, sort_keys=True)
+            except TypeError:
+                out[name] = repr(value)
+    return out
+
+
+def add_configuration(frame: pd.DataFrame, strategy: Strategy, dataset: Dataset,
+                      provenance: dict[str, Any] | None = None) -> pd.DataFrame:
+    from .results import provenance as current_provenance
+
+    extra: dict[str, Any] = {"strategy_class": type(strategy).__name__}
+    extra.update({PARAM_PREFIX + k: v for k, v in flat_params(strategy).items()})
+    extra["dataset"] = dataset.name
+    extra["dataset_hash"] = dataset.hash
+    prov = provenance if provenance is not None else current_provenance()
+    extra["memlab_version"] = prov.get("memlab_version")
+    extra["git_commit"] = prov.get("git_commit")
+    columns = {k: [v] * len(frame) for k, v in extra.items()}
+    return pd.concat([frame, pd.DataFrame(columns, index=frame.index)], axis=1)
+
+
+def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dataset:
+    """A dataset file, or a folder of native dataset files merged into one dataset."""
+    from .loaders import load_dataset
+
+    path = Path(path)
+    if not path.exists():
+        raise MemlabError(f"{path}: no such file or folder")
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.json") if not p.name.startswith("."))
+        if not files:
+            raise MemlabError(f"{path}: folder has no .json dataset files")
+        parts = [load_dataset(str(f), format=format, **options) for f in files]
+        dialogues = [d for part in parts for d in part.dialogues]
+        seen: set[str] = set()
+        for d in dialogues:
+            if d.id in seen:
+                raise MemlabError(f"{path}: dialogue id {d.id!r} appears in more than one file")
+            seen.add(d.id)
+        merged = Dataset(name=path.name, dialogues=dialogues, source_path=str(path))
+        for part in parts:
+            merged.report.entries.extend(part.report.entries)
+        return merged
+    return load_dataset(str(path), format=format, **options)

@@ -1,0 +1,228 @@
+"""Parameter sweeps and strategy comparisons, from Python or from a TOML file.
+
+``sweep(strategy, grid, dataset)`` replays one clone of ``strategy`` per point of the
+grid (the Cartesian product of the parameter lists, in the order given) and stacks the
+per-probe rows. Nothing a parameter does not touch is redone: embedders are wrapped in a
+content-addressed cache, so a ten-point keep_rate sweep embeds each turn once.
+
+A sweep file (``memlab sweep FILE.toml``)::
+
+    imports = ["my_fusion.py"]          # optional: modules that register strategies
+    [dataset]
+    path = "../datasets"                # file or folder; relative to this file
+    format = "native"                   # optional: native | locomo | longmemeval
+    options = {}                        # optional: loader options
+    [[strategies]]                      # one or more (or a single [strategy] table)
+    label = "longterm"
+    name = "longterm"                   # a registered name, or class = "pkg.mod.Class"
+    params = { token_limit = 300 }
+    [grid]                              # optional: applied to every strategy
+    keep_rate = [0.0, 0.5, 0.9, 1.0]
+    [run]
+    ks = [1, 5, 10]
+    n_jobs = 1
+    output = "../runs/keep_rate"        # relative to this file; --output overrides
+    [[plots]]                           # optional
+    kind = "metric_vs_param"            # metric_vs_param | pareto | by_category | metric_at_k
+    param = "keep_rate"
+    metric = "context_recall"
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from ..base import ConfigError, MemlabError
+from ..strategies.base import Strategy
+from ..strategies.spec import build_strategy
+from .dataset import Dataset
+from .replay import load_any, replay
+
+
+def grid_points(grid: Mapping[str, Sequence[Any]] | None) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, the first parameter varying slowest."""
+    if not grid:
+        return [{}]
+    for name, values in grid.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+            raise ConfigError(f"grid parameter {name!r} must have a non-empty list of values, got {values!r}")
+    names = list(grid)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+
+
+def sweep(strategy: Strategy, grid: Mapping[str, Sequence[Any]] | None, dataset: Dataset, *,
+          ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
+          n_jobs: int = 1, progress: bool = False) -> pd.DataFrame:
+    """Per-probe rows for every grid point; swept values also appear as plain columns."""
+    frames = []
+    points = grid_points(grid)
+    for point in points:
+        configured = strategy.clone()
+        if point:
+            configured.set_params(**point)
+        name = label or type(strategy).__name__
+        point_label = name + ("" if not point else " " + " ".join(f"{k}={_short(v)}" for k, v in point.items()))
+        frame = replay(configured, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
+                       progress=progress)
+        frame.insert(1, "base_strategy", name)
+        for k, v in point.items():
+            frame[k] = json.dumps(v) if isinstance(v, (list, dict)) else v
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _short(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+@dataclass
+class SweepResult:
+    results: pd.DataFrame
+    summary: pd.DataFrame
+    output: Path | None
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    path = Path(path)
+    if not path.is_file():
+        raise MemlabError(f"{path}: no such sweep file")
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise MemlabError(f"{path}: not valid TOML: {exc}") from None
+
+
+_TOP_KEYS = {"imports", "dataset", "strategy", "strategies", "grid", "run", "plots", "name"}
+
+
+def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output: str | Path | None = None,
+               n_jobs: int | None = None, progress: bool = True, where: str = "sweep file") -> SweepResult:
+    """Run a sweep described by a parsed sweep file; write results and plots to its output."""
+    from .metrics import summarize
+
+    base_dir = Path(base_dir)
+    unknown = set(config) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown top-level key(s) {sorted(unknown)}; expected {sorted(_TOP_KEYS)}")
+    for module in config.get("imports", []):
+        import_user_module(base_dir / module)
+    dataset = _dataset(config.get("dataset"), base_dir, where)
+    specs = _strategy_specs(config, where)
+    run = dict(config.get("run", {}))
+    ks = [int(k) for k in run.pop("ks", [1, 5, 10])]
+    k_max = int(run.pop("k_max", max(ks)))
+    jobs = int(n_jobs if n_jobs is not None else run.pop("n_jobs", 1))
+    run.pop("n_jobs", None)
+    out = output if output is not None else run.pop("output", None)
+    run.pop("output", None)
+    if run:
+        raise ConfigError(f"{where}: unknown key(s) in [run]: {sorted(run)}; expected ks, k_max, n_jobs, output")
+    grid = config.get("grid")
+    frames = []
+    for spec in specs:
+        label = str(spec.get("label") or spec.get("name") or spec.get("class"))
+        strategy = build_strategy({k: v for k, v in spec.items() if k != "label"})
+        frames.append(sweep(strategy, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
+                            progress=progress))
+    results = pd.concat(frames, ignore_index=True)
+    by = ["strategy"]
+    summary = summarize(results, by=by)
+    result = SweepResult(results=results, summary=summary, output=None)
+    if out is not None:
+        result.output = write_outputs(result, Path(out) if Path(out).is_absolute() else base_dir / out,
+                                      config.get("plots", []), where)
+    return result
+
+
+def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, Any]], where: str) -> Path:
+    """results.parquet, summary.csv, summary.md and one PNG per plot in ``out``."""
+    from .compare import to_markdown
+    from .results import provenance, save_results
+
+    out.mkdir(parents=True, exist_ok=True)
+    save_results(result.results, str(out / "results.parquet"))
+    result.summary.to_csv(out / "summary.csv", index=False)
+    (out / "summary.md").write_text(to_markdown(result.summary) + "\n", encoding="utf-8")
+    (out / "provenance.json").write_text(json.dumps(provenance(), indent=2) + "\n", encoding="utf-8")
+    for n, plot in enumerate(plots):
+        fig = make_plot(result.results, plot, where=f"{where}: plots[{n}]")
+        name = plot.get("file") or f"{n:02d}_{plot.get('kind')}_{plot.get('metric', plot.get('y', ''))}.png"
+        fig.savefig(out / str(name).replace("@", "_at_"), dpi=120, bbox_inches="tight")
+        result.figures[str(name)] = fig
+    return out
+
+
+def make_plot(results: pd.DataFrame, plot: Mapping[str, Any], where: str = "plot"):
+    from . import plots as P
+
+    kinds = {"metric_vs_param": P.plot_metric_vs_param, "pareto": P.plot_pareto,
+             "by_category": P.plot_by_category, "metric_at_k": P.plot_metric_at_k}
+    kind = plot.get("kind")
+    if kind not in kinds:
+        raise ConfigError(f"{where}: kind must be one of {', '.join(kinds)}, got {kind!r}")
+    args = {k: v for k, v in plot.items() if k not in ("kind", "file")}
+    if kind == "metric_vs_param" and "hue" not in args:
+        args["hue"] = "base_strategy"
+    try:
+        return kinds[kind](results, **args)
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _dataset(spec: Any, base_dir: Path, where: str) -> Dataset:
+    if not isinstance(spec, Mapping) or "path" not in spec:
+        raise ConfigError(f"{where}: [dataset] with a 'path' is required")
+    unknown = set(spec) - {"path", "format", "options", "dialogues"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) in [dataset]: {sorted(unknown)}")
+    path = Path(spec["path"])
+    path = path if path.is_absolute() else base_dir / path
+    dataset = load_any(path, spec.get("format"), **dict(spec.get("options", {})))
+    if "dialogues" in spec:
+        dataset = dataset.subset(dialogues=spec["dialogues"])
+    return dataset
+
+
+def _strategy_specs(config: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    if "strategy" in config and "strategies" in config:
+        raise ConfigError(f"{where}: give either [strategy] or [[strategies]], not both")
+    specs = config.get("strategies") or ([config["strategy"]] if "strategy" in config else [])
+    if not specs:
+        raise ConfigError(f"{where}: no strategy: add a [strategy] table or [[strategies]] entries")
+    return [dict(s) for s in specs]
+
+
+def import_user_module(path: str | Path) -> None:
+    """Import a Python file so that its ``@register`` decorators run."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"imports: no such file {path}")
+    name = f"memlab_user_{path.stem}"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"imports: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    try:  # let joblib's process workers unpickle its classes without importing the file
+        from joblib.externals import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
+    except (ImportError, AttributeError, ValueError):
+        pass

@@ -1,0 +1,22 @@
+"""Strategies: the interface, composition, the built-ins by name, and specs.
+
+    from memlab import strategies
+    strategies.names()                      # registered names
+    s = strategies.get("hybrid", embedder="minilm")
+    s = strategies.build({"name": "bm25", "params": {"retriever__k1": 1.2}})
+
+User code registers its own with ``@strategies.register("name")`` on a class or factory.
+"""
+
+from __future__ import annotations
+
+from .base import Context, Strategy, registry
+from .builtins import get, make_embedder, names
+from .memory import LongtermStrategy, WindowStrategy
+from .retrieval import RetrievalStrategy
+from .spec import build, build_strategy, to_spec
+
+register = registry.register
+
+__all__ = ["Context", "LongtermStrategy", "RetrievalStrategy", "Strategy", "WindowStrategy", "build",
+           "build_strategy", "get", "make_embedder", "names", "register", "registry", "to_spec"]

@@ -1,0 +1,118 @@
+"""The built-in strategies, registered by name.
+
+    memlab.strategies.get("hybrid", embedder="minilm", weights=[0.8, 0.2])
+
+Each factory takes a few convenient arguments and returns an ordinary strategy object,
+whose nested parameters (``retriever__retrievers__0__k1``, ``decay__strength_growth``)
+can then be changed with ``set_params``. ``embedder`` is "hashing" (offline, lexical,
+the default), "minilm" (all-MiniLM-L6-v2, semantic; needs the ``semantic`` extra) or an
+``Embedder``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import ConfigError
+from ..embeddings.base import Embedder
+from .base import registry
+from .memory import LongtermStrategy, WindowStrategy
+from .retrieval import RetrievalStrategy
+
+EMBEDDERS = ("hashing", "minilm")
+
+
+def make_embedder(embedder: str | Embedder | None) -> Embedder:
+    """An embedder by name; semantic ones are wrapped in a content-addressed cache."""
+    from ..embeddings.cache import CachedEmbedder
+    from ..embeddings.hashing import HashingEmbedder
+
+    if isinstance(embedder, Embedder):
+        return embedder
+    if embedder in (None, "hashing"):
+        return HashingEmbedder()
+    if embedder == "minilm":
+        from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
+
+        return CachedEmbedder(SentenceTransformerEmbedder())
+    raise ConfigError(f"embedder must be one of {', '.join(EMBEDDERS)} or an Embedder, got {embedder!r}")
+
+
+def _retriever(kind: str, embedder: Any = "hashing", weights: list[float] | None = None,
+               fusion: str = "rrf"):
+    from ..retrieval import RRF, BM25Retriever, HybridRetriever, VectorRetriever, WeightedSum
+
+    if kind == "bm25":
+        return BM25Retriever()
+    if kind == "vector":
+        return VectorRetriever(embedder=make_embedder(embedder))
+    if fusion not in ("rrf", "wsum"):
+        raise ConfigError(f"fusion must be 'rrf' or 'wsum', got {fusion!r}")
+    fuser = RRF(weights=weights) if fusion == "rrf" else WeightedSum(weights=weights)
+    return HybridRetriever(retrievers=[BM25Retriever(), VectorRetriever(embedder=make_embedder(embedder))],
+                           fusion=fuser)
+
+
+@registry.register("window")
+def window(window_size: int | None = 10, keep_rate: float = 0.9, token_limit: int = 2048) -> WindowStrategy:
+    """The last window_size turns: recency only (CAMEL ChatHistoryMemory)."""
+    return WindowStrategy(window_size=window_size, keep_rate=keep_rate, token_limit=token_limit)
+
+
+@registry.register("longterm")
+def longterm(keep_rate: float = 0.9, window_size: int | None = None, retrieve_limit: int = 3,
+             token_limit: int = 512, embedder: Any = "hashing") -> LongtermStrategy:
+    """History + vector recalls competing for a token budget (CAMEL LongtermAgentMemory)."""
+    return LongtermStrategy(keep_rate=keep_rate, window_size=window_size, retrieve_limit=retrieve_limit,
+                            token_limit=token_limit, embedder=make_embedder(embedder))
+
+
+@registry.register("bm25")
+def bm25(k1: float = 1.5, b: float = 0.75) -> RetrievalStrategy:
+    """Okapi BM25 over turns (incremental index)."""
+    from ..retrieval import BM25Retriever
+
+    return RetrievalStrategy(retriever=BM25Retriever(k1=k1, b=b))
+
+
+@registry.register("vector")
+def vector(embedder: Any = "hashing") -> RetrievalStrategy:
+    """Cosine similarity of embeddings (hashing by default, "minilm" for semantic)."""
+    return RetrievalStrategy(retriever=_retriever("vector", embedder))
+
+
+@registry.register("hybrid")
+def hybrid(embedder: Any = "hashing", weights: list[float] | None = None, fusion: str = "rrf") -> RetrievalStrategy:
+    """BM25 + vector fused by weighted RRF (k=60) or a weighted sum of min-max scores."""
+    return RetrievalStrategy(retriever=_retriever("hybrid", embedder, weights, fusion))
+
+
+@registry.register("bm25_prf")
+def bm25_prf(fb_docs: int = 3, fb_terms: int = 10) -> RetrievalStrategy:
+    """BM25 with pseudo-relevance-feedback query expansion (no LLM)."""
+    from ..retrieval import BM25Retriever, PseudoRelevanceFeedback
+
+    return RetrievalStrategy(retriever=BM25Retriever(),
+                             expansion=PseudoRelevanceFeedback(fb_docs=fb_docs, fb_terms=fb_terms))
+
+
+@registry.register("hybrid_decay")
+def hybrid_decay(embedder: Any = "hashing", time_unit: float = 86400.0, strength_growth: float = 1.0,
+                 forget_threshold: float = 0.0) -> RetrievalStrategy:
+    """Hybrid retrieval re-scored by Ebbinghaus retention, reinforced on recall."""
+    from ..decay import Ebbinghaus
+
+    return RetrievalStrategy(retriever=_retriever("hybrid", embedder),
+                             decay=Ebbinghaus(time_unit=time_unit, strength_growth=strength_growth,
+                                              forget_threshold=forget_threshold))
+
+
+def get(name: str, **params: Any):
+    """Build the strategy registered as ``name`` (factory arguments or nested set_params keys)."""
+    from .spec import build_named
+
+    return build_named(name, params)
+
+
+def names() -> list[str]:
+    return registry.names()

@@ -1,0 +1,131 @@
+"""Strategies over CAMEL-style agent memories: a chat window, and window + vector recall.
+
+These are the strategies a keep_rate study compares. ``WindowStrategy`` has no ranking:
+its "retrieval" is its window, newest first, scored ``keep_rate ** i``, and the query is
+ignored. ``LongtermStrategy`` recalls by embedding similarity and lets history
+(``keep_rate ** i``) and recalls (cosine similarity) compete for ``token_limit``.
+"""
+
+from __future__ import annotations
+
+from ..blocks.chat_history import ChatHistoryBlock
+from ..blocks.vectordb import VectorDBBlock
+from ..context import ScoreBasedContextCreator
+from ..embeddings.base import Embedder
+from ..memories.agent import ChatHistoryMemory, LongtermAgentMemory
+from ..records import ContextRecord, Hit, MemoryRecord
+from ..retrieval.filters import Where, filter_view, matches
+from ..storage.vector import VectorStore
+from ..tokens import TokenCounter
+from .base import Context, Strategy
+from .retrieval import source_ids
+
+
+def _hits(records: list[ContextRecord], k: int) -> list[Hit]:
+    ranked = sorted(records, key=lambda c: -c.score)[:k]  # stable: ties keep memory order
+    return [Hit(c.memory_record, float(c.score), c.memory_record.timestamp, rank=n,
+                components={}) for n, c in enumerate(ranked, start=1)]
+
+
+def _context(creator: ScoreBasedContextCreator, records: list[ContextRecord]) -> Context:
+    kept = creator.select(records)
+    messages = [c.memory_record.to_openai() for c in kept]
+    memories = [c.memory_record for c in kept]
+    return Context(messages=messages,
+                   token_count=creator.counter.count_messages(messages) if messages else 0,
+                   record_ids=[r.id for r in memories], source_ids=source_ids(memories))
+
+
+class WindowStrategy(Strategy):
+    """The last ``window_size`` turns (all when None) within ``token_limit`` tokens.
+
+    ``retrieve(query, k)`` returns the window newest first (the i-th newest scores
+    ``keep_rate ** i``); it ignores the query, so its retrieval metrics measure what
+    recency alone recalls.
+    """
+
+    def __init__(self, window_size: int | None = 10, keep_rate: float = 0.9, token_limit: int = 2048,
+                 token_counter: TokenCounter | None = None):
+        self.window_size = window_size
+        self.keep_rate = keep_rate
+        self.token_limit = token_limit
+        self.token_counter = token_counter
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        self._creator = ScoreBasedContextCreator(token_counter=self.token_counter,
+                                                 token_limit=self.token_limit)
+        self._memory = ChatHistoryMemory(context_creator=self._creator,
+                                         window_size=self.window_size, keep_rate=self.keep_rate)
+
+    def reset(self) -> None:
+        self._on_params_changed()
+
+    def observe(self, record: MemoryRecord) -> None:
+        self._memory.write_record(record)
+
+    def _window(self) -> list[ContextRecord]:
+        # the block's window, without the truncation warning the memory gives a chat agent
+        return self._memory.block.retrieve(self.window_size)
+
+    def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
+                 now: float | None = None) -> list[Hit]:
+        if k <= 0:
+            return []
+        window = [c for c in self._window() if matches(filter_view(c.memory_record), where)]
+        return _hits(window[::-1], k)  # newest first, also among equal scores (keep_rate 1)
+
+    def build_context(self, query: str, *, now: float | None = None) -> Context:
+        return _context(self._creator, self._window())
+
+
+class LongtermStrategy(Strategy):
+    """CAMEL's LongtermAgentMemory under a token budget: history plus vector recalls.
+
+    ``build_context(query)`` packs ``history[:1] + recalls + history[1:]`` (see
+    ``LongtermAgentMemory``) into ``token_limit`` tokens, history scored ``keep_rate ** i``
+    and recalls by cosine similarity, so keep_rate sets how recent turns trade against
+    relevant old ones. ``retrieve(query, k)`` is the vector recall alone, ranked.
+    """
+
+    def __init__(self, keep_rate: float = 0.9, window_size: int | None = None, retrieve_limit: int = 3,
+                 token_limit: int = 512, embedder: Embedder | None = None,
+                 vector_store: VectorStore | None = None, token_counter: TokenCounter | None = None):
+        self.keep_rate = keep_rate
+        self.window_size = window_size
+        self.retrieve_limit = retrieve_limit
+        self.token_limit = token_limit
+        self.embedder = embedder
+        self.vector_store = vector_store
+        self.token_counter = token_counter
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        self._creator = ScoreBasedContextCreator(token_counter=self.token_counter,
+                                                 token_limit=self.token_limit)
+        store = self.vector_store
+        if store is not None:
+            store.clear()
+        self._memory = LongtermAgentMemory(
+            context_creator=self._creator,
+            chat_history_block=ChatHistoryBlock(keep_rate=self.keep_rate),
+            vector_db_block=VectorDBBlock(storage=store, embedding=self.embedder),
+            retrieve_limit=self.retrieve_limit, window_size=self.window_size)
+
+    def reset(self) -> None:
+        self._on_params_changed()
+
+    def observe(self, record: MemoryRecord) -> None:
+        self._memory.write_record(record)
+
+    def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
+                 now: float | None = None) -> list[Hit]:
+        if k <= 0 or not query.strip():
+            return []
+        return _hits(self._memory.vector_block.retrieve(query, limit=k, where=where), k)
+
+    def build_context(self, query: str, *, now: float | None = None) -> Context:
+        records = self._memory.retrieve(query) if query.strip() else self._memory.history_block.retrieve(
+            self.window_size)
+        return _context(self._creator, records)
+

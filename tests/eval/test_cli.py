@@ -1,0 +1,104 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from memlab.cli import main
+
+from .conftest import LOCOMO, REPO, tiny_doc
+
+
+def run_cli(*args):
+    """The installed entry point as a subprocess: what a user sees."""
+    return subprocess.run([sys.executable, "-m", "memlab.cli", *args], capture_output=True, text=True,
+                          cwd=REPO)
+
+
+@pytest.fixture
+def tiny_file(tmp_path):
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_doc()))
+    return path
+
+
+def test_eval_json_is_one_object_with_the_promised_keys(tiny_file, capsys):
+    assert main(["eval", str(tiny_file), "--strategy", "bm25", "--k", "3", "--json"]) == 0
+    out = capsys.readouterr().out
+    result = json.loads(out)
+    assert out.count("\n") == 1
+    for key in ("hit_rate@3", "recall@3", "relevance_ratio@3", "context_tokens", "n_probes"):
+        assert key in result
+    assert result["n_probes"] == 4 and result["n_scored"] == 3
+    assert result["params"]["retriever__k1"] == 1.5
+
+
+def test_eval_set_changes_a_nested_parameter(tiny_file, capsys):
+    main(["eval", str(tiny_file), "--strategy", "hybrid", "--set", "weights=[0.8, 0.2]",
+          "--set", "retriever__retrievers__0__k1=1.2", "--json"])
+    params = json.loads(capsys.readouterr().out)["params"]
+    assert params["retriever__fusion__weights"] == "[0.8, 0.2]"
+    assert params["retriever__retrievers__0__k1"] == 1.2
+
+
+def test_eval_text_output_and_saved_rows(tiny_file, tmp_path, capsys):
+    out_file = tmp_path / "rows.parquet"
+    assert main(["eval", str(tiny_file), "--strategy", "window", "--output", str(out_file)]) == 0
+    text = capsys.readouterr().out
+    assert "strategy window on tiny" in text and "recall@5" in text
+    assert out_file.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "missing.json"], "missing.json: no such file or folder"),
+    (["eval", "datasets", "--strategy", "hybird"], "Did you mean 'hybrid'?"),
+    (["eval", "datasets", "--set", "nonsense"], "--set expects KEY=VALUE"),
+    (["eval", "datasets", "--set", "window_sise=3", "--strategy", "window"], "Did you mean 'window_size'?"),
+    (["eval", "datasets", "--format", "csv"], "invalid choice: 'csv'"),
+    (["eval", "datasets", "--k", "0"], "--k must be at least 1, got 0"),
+    (["sweep", "missing.toml"], "missing.toml: no such sweep file"),
+    (["bogus"], "invalid choice: 'bogus'"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert message in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_invalid_dataset_file_names_file_and_field(tmp_path):
+    doc = tiny_doc()
+    del doc["dialogues"][0]["sessions"][0]["turns"][1]["speaker"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    proc = run_cli("eval", str(bad))
+    assert proc.returncode == 2
+    line = proc.stderr.strip()
+    assert "bad.json" in line and "speaker" in line and "coffee" in line and "\n" not in line
+
+
+def test_malformed_json_is_a_readable_error(tmp_path):
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"dialogues": [')
+    proc = run_cli("eval", str(bad))
+    assert proc.returncode == 2 and "broken.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_strategies_lists_the_builtins():
+    proc = run_cli("strategies")
+    assert proc.returncode == 0
+    names = [line.split()[0] for line in proc.stdout.splitlines()]
+    assert {"bm25", "hybrid", "window", "longterm"} <= set(names)
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is not beside the repository")
+def test_locomo_bm25_matches_the_reference_measurement():
+    """REFERENCE.md section 5: BM25 (lower-cased \\w+ tokens), LoCoMo protocol, recall@5 45.8."""
+    proc = run_cli("eval", str(LOCOMO), "--format", "locomo", "--strategy", "bm25", "--k", "5", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["n_probes"] == 1986 and result["n_dialogues"] == 10
+    assert abs(result["recall@5"] * 100 - 45.8) <= 2.0
+    assert result["recall@5"] == pytest.approx(0.457524, abs=1e-6)

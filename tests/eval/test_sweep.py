@@ -1,0 +1,98 @@
+import pandas as pd
+import pytest
+
+from memlab import ConfigError, strategies
+from memlab.cli import main
+from memlab.eval.results import load_results
+from memlab.eval.sweep import grid_points, run_config, sweep
+
+
+def test_grid_points_first_parameter_slowest():
+    assert grid_points({"a": [1, 2], "b": ["x", "y"]}) == [
+        {"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"a": 2, "b": "x"}, {"a": 2, "b": "y"}]
+    assert grid_points(None) == [{}]
+    with pytest.raises(ConfigError, match="grid parameter 'a' must have a non-empty list"):
+        grid_points({"a": []})
+
+
+def test_sweep_rows_carry_the_swept_values(tiny):
+    df = sweep(strategies.get("longterm", token_limit=60), {"keep_rate": [0.0, 0.5, 1.0]}, tiny, label="lt")
+    assert len(df) == 3 * tiny.n_probes
+    assert df["keep_rate"].tolist() == [0.0] * 4 + [0.5] * 4 + [1.0] * 4
+    assert (df["param:keep_rate"] == df["keep_rate"]).all()
+    assert df["strategy"].unique().tolist() == ["lt keep_rate=0.0", "lt keep_rate=0.5", "lt keep_rate=1.0"]
+    assert (df["base_strategy"] == "lt").all()
+
+
+def test_window_keep_rate_changes_nothing_in_the_context(tiny):
+    """REFERENCE section 4: alone, history scores fall with age whatever keep_rate is."""
+    df = sweep(strategies.get("window", token_limit=40), {"keep_rate": [0.0, 0.5, 1.0]}, tiny)
+    contexts = df.groupby("keep_rate")["context_ids"].apply(lambda s: [tuple(x) for x in s])
+    assert contexts[0.0] == contexts[0.5] == contexts[1.0]
+
+
+def _config(tmp_path, tiny_file):
+    return {
+        "dataset": {"path": str(tiny_file)},
+        "strategies": [{"label": "win", "name": "window", "params": {"window_size": 2}},
+                       {"label": "lt", "name": "longterm", "params": {"token_limit": 60}}],
+        "grid": {"keep_rate": [0.5, 1.0]},
+        "run": {"ks": [1, 3], "output": str(tmp_path / "out")},
+        "plots": [{"kind": "metric_vs_param", "param": "keep_rate", "metric": "context_recall"},
+                  {"kind": "pareto", "x": "context_tokens", "y": "recall@3"}],
+    }
+
+
+@pytest.fixture
+def tiny_file(tmp_path):
+    import json
+
+    from .conftest import tiny_doc
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_doc()))
+    return path
+
+
+def test_run_config_writes_table_summary_and_plots(tmp_path, tiny_file):
+    result = run_config(_config(tmp_path, tiny_file), progress=False)
+    out = tmp_path / "out"
+    assert result.output == out
+    for name in ("results.parquet", "summary.csv", "summary.md", "provenance.json"):
+        assert (out / name).exists()
+    assert len(list(out.glob("*.png"))) == 2
+    rows = load_results(str(out / "results.parquet"))
+    pd.testing.assert_frame_equal(rows, result.results)
+    assert sorted(rows["base_strategy"].unique()) == ["lt", "win"]
+    assert len(result.summary) == 4
+
+
+def test_sweep_command_from_a_toml_file(tmp_path, tiny_file, capsys):
+    toml = tmp_path / "s.toml"
+    toml.write_text(f'''
+[dataset]
+path = "{tiny_file.name}"
+[strategy]
+name = "window"
+[grid]
+window_size = [1, 3]
+[run]
+ks = [1]
+output = "out"
+''')
+    assert main(["sweep", str(toml)]) == 0
+    assert "window window_size=1" in capsys.readouterr().out
+    assert (tmp_path / "out" / "results.parquet").exists()
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda c: c.pop("dataset"), r"\[dataset\] with a 'path' is required"),
+    (lambda c: c.update(extra=1), "unknown top-level key"),
+    (lambda c: c["run"].update(k=3), r"unknown key\(s\) in \[run\]: \['k'\]"),
+    (lambda c: c.update(strategy={"name": "bm25"}), "either \\[strategy\\] or \\[\\[strategies\\]\\]"),
+    (lambda c: c["plots"].append({"kind": "pie"}), "kind must be one of"),
+])
+def test_bad_sweep_files_name_the_problem(tmp_path, tiny_file, mutate, message):
+    config = _config(tmp_path, tiny_file)
+    mutate(config)
+    with pytest.raises(ConfigError, match=message):
+        run_config(config, progress=False)

@@ -1,0 +1,163 @@
+import pickle
+
+import pytest
+
+from memlab import ConfigError
+from memlab import strategies
+from memlab.records import MemoryRecord
+from memlab.retrieval import BM25Retriever, HybridRetriever, PseudoRelevanceFeedback
+from memlab.strategies import RetrievalStrategy, build, build_strategy, to_spec
+from memlab.testing import check_records, check_strategy
+
+OFFLINE_BUILTINS = ["bm25", "bm25_prf", "hybrid", "hybrid_decay", "longterm", "vector", "window"]
+
+
+def test_builtin_names_are_registered():
+    assert set(OFFLINE_BUILTINS) <= set(strategies.names())
+
+
+@pytest.mark.parametrize("name", strategies.names())
+def test_every_registered_strategy_passes_the_check_suite(name):
+    done = check_strategy(strategies.get(name))
+    assert done[-1] == "context" and len(done) == 9
+
+
+def test_unknown_name_suggests_and_lists():
+    with pytest.raises(ConfigError, match=r"unknown strategy 'hybird'\. Did you mean 'hybrid'\? Available: .*bm25"):
+        strategies.get("hybird")
+
+
+def test_factory_args_and_nested_params_in_one_call():
+    s = strategies.get("hybrid", weights=[0.8, 0.2], retriever__retrievers__0__k1=1.2)
+    params = s.get_params()
+    assert params["retriever__fusion__weights"] == [0.8, 0.2]
+    assert params["retriever__retrievers__0__k1"] == 1.2
+    assert isinstance(s.retriever, HybridRetriever)
+
+
+def test_decay_strength_growth_reachable_through_get_params():
+    s = strategies.get("hybrid_decay", strength_growth=2.0)
+    assert s.get_params()["decay__strength_growth"] == 2.0
+    s.set_params(decay__strength_growth=3.0)
+    assert s.decay.strength_growth == 3.0
+
+
+def test_build_from_name_spec_and_class_spec_agree():
+    by_name = build({"name": "bm25_prf", "params": {"fb_terms": 5}})
+    by_class = build({"class": "memlab.strategies.RetrievalStrategy", "params": {
+        "retriever": {"class": "memlab.retrieval.BM25Retriever"},
+        "expansion": {"class": "memlab.retrieval.PseudoRelevanceFeedback", "params": {"fb_terms": 5}}}})
+    assert repr(by_name) == repr(by_class)
+    assert isinstance(by_class.expansion, PseudoRelevanceFeedback)
+
+
+def test_to_spec_round_trip_rebuilds_identical_configuration():
+    s = strategies.get("hybrid", weights=[0.7, 0.3])
+    rebuilt = build_strategy(to_spec(s))
+    assert repr(rebuilt) == repr(s)
+    assert rebuilt.get_params().keys() == s.get_params().keys()
+
+
+def test_bad_specs_name_the_problem():
+    with pytest.raises(ConfigError, match="either 'name' or 'class'"):
+        build({"name": "bm25", "class": "x.Y"})
+    with pytest.raises(ConfigError, match="cannot import module 'nope'"):
+        build({"class": "nope.Thing"})
+    with pytest.raises(ConfigError, match="unknown key"):
+        build({"name": "bm25", "parms": {}})
+    with pytest.raises(ConfigError, match="not a Strategy"):
+        build_strategy({"class": "memlab.retrieval.BM25Retriever"})
+
+
+def test_keep_rate_validated():
+    with pytest.raises(ValueError, match=r"keep_rate must be in \[0, 1\], got 1.5"):
+        RetrievalStrategy(keep_rate=1.5)
+    with pytest.raises(ValueError, match=r"keep_rate must be in \[0, 1\], got -0.1"):
+        strategies.get("window", keep_rate=-0.1)
+
+
+def _fed(name, **params):
+    s = strategies.get(name, **params)
+    for r in check_records():
+        s.observe(r)
+    return s
+
+
+def test_bm25_strategy_ranks_the_turn_that_shares_the_query_terms():
+    s = _fed("bm25")
+    hits = s.retrieve("Where does my sister live?", 3)
+    assert hits[0].id == "D1:7"
+    assert [h.rank for h in hits] == [1, 2, 3]
+    assert hits[0].components["bm25"]["rank"] == 1
+
+
+def test_window_retrieval_is_the_window_newest_first_with_keep_rate_scores():
+    s = _fed("window", window_size=3, keep_rate=0.5)
+    hits = s.retrieve("ignored", 5)
+    assert [h.id for h in hits] == ["D1:12", "D1:11", "D1:10"]
+    assert [h.score for h in hits] == [1.0, 0.5, 0.25]
+
+
+def test_window_keep_rate_one_keeps_newest_first_on_ties():
+    s = _fed("window", window_size=3, keep_rate=1.0)
+    assert [h.id for h in s.retrieve("q", 2)] == ["D1:12", "D1:11"]
+
+
+def test_retrieval_context_holds_recent_history_and_recalls_in_order():
+    s = _fed("bm25", history_window=2, context_k=1)
+    ctx = s.build_context("Where does my sister live?")
+    assert ctx.record_ids == ["D1:7", "D1:11", "D1:12"]
+    assert ctx.source_ids == ctx.record_ids
+    assert [m["role"] for m in ctx.messages] == ["user", "user", "assistant"]
+
+
+def test_retrieval_context_budget_drops_lowest_scores_first():
+    from memlab.tokens import TokenCounter
+
+    full = _fed("bm25").build_context("Where does my sister live?")
+    s = _fed("bm25", token_limit=full.token_count - 1)
+    # the budget no longer fits everything: the oldest history turn (lowest keep_rate score)
+    # or the weakest recall goes; the top recall (score 1.0) and the newest turn stay
+    smaller = s.build_context("Where does my sister live?")
+    assert smaller.token_count <= full.token_count - 1
+    assert "D1:7" in smaller.record_ids and "D1:12" in smaller.record_ids
+    assert isinstance(s._counter, TokenCounter)
+
+
+def test_system_prompt_is_kept_and_not_reported_as_memory():
+    s = _fed("bm25", system_prompt="You are a travel agent.")
+    ctx = s.build_context("budget")
+    assert ctx.messages[0] == {"role": "system", "content": "You are a travel agent."}
+    assert "__system__" not in ctx.record_ids
+
+
+def test_longterm_strategy_retrieve_is_vector_recall():
+    s = _fed("longterm")
+    hits = s.retrieve("green tea", 2)
+    assert hits[0].id == "D1:10"
+    assert all(0.0 <= h.score <= 1.0 + 1e-6 for h in hits)
+
+
+def test_user_registration_and_pickling_of_registered_class():
+    @strategies.register("test_only_bm25_small_k1")
+    def factory(k1: float = 0.9):
+        return RetrievalStrategy(retriever=BM25Retriever(k1=k1))
+
+    s = strategies.get("test_only_bm25_small_k1")
+    assert s.retriever.k1 == 0.9
+    assert pickle.loads(pickle.dumps(s)).retriever.k1 == 0.9
+    with pytest.raises(ConfigError, match="already registered"):
+        strategies.register("test_only_bm25_small_k1", lambda: None)
+    strategies.registry._items.pop("test_only_bm25_small_k1")
+
+
+def test_set_params_resets_what_was_observed():
+    s = _fed("bm25")
+    s.set_params(candidates=10)
+    assert s.retrieve("sister", 5) == []
+
+
+def test_observe_accepts_only_records_with_ids_used_as_turn_ids():
+    s = strategies.get("bm25")
+    s.observe(MemoryRecord("user", "alpha beta", id="T1", timestamp=1.0))
+    assert [h.id for h in s.retrieve("alpha", 5)] == ["T1"]

@@ -23,7 +23,7 @@ _EXPORTS: dict[str, str] = {
     "KeyValueStore": "storage.kv", "InMemoryKeyValueStore": "storage.kv",
     "JsonlKeyValueStore": "storage.kv", "SQLiteKeyValueStore": "storage.kv",
     "VectorStore": "storage.vector", "NumpyVectorStore": "storage.vector",
-    "ChromaVectorStore": "storage.chroma",
+    "ChromaVectorStore": "storage.chroma", "MemlabEmbeddingFunction": "storage.chroma",
     # embeddings
     "Embedder": "embeddings.base", "HashingEmbedder": "embeddings.hashing",
     "SentenceTransformerEmbedder": "embeddings.sentence_transformer",

@@ -10,15 +10,20 @@ and to retrieve turns that repeat the question's words, blind to paraphrase. Use
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
 
 import numpy as np
 
+from ..base import MemlabError
 from .base import Embedder
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Scripts written without spaces between words: Hiragana, Katakana, CJK ideographs.
+_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_RANGES}]")
+_CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
 
 
 def _bucket(token: str, dim: int) -> tuple[int, float]:
@@ -28,11 +33,19 @@ def _bucket(token: str, dim: int) -> tuple[int, float]:
 
 
 class HashingEmbedder(Embedder):
-    """Signed feature hashing of lower-cased word tokens (CJK text: single characters and bigrams).
+    """Signed feature hashing of lower-cased word tokens (CJK/kana text: characters and bigrams).
 
-    Term weight is ``1 + log(tf)`` (sublinear), each token hashed with BLAKE2b into one of
-    ``n_features`` buckets with a sign. With ``char_ngrams=(a, b)``, character n-grams of
-    lengths a..b of each word (padded with spaces) are added at weight ``char_weight``.
+    Tokens are ``\\w+`` runs of the lower-cased text; a run containing CJK or kana
+    characters yields each such character, each bigram of adjacent ones, and its other
+    parts whole. With ``tf(t)`` the count of token ``t`` in the text,
+    ``bucket(t) = h(t) mod n_features`` and ``sign(t) = +1 if bit 63 of h(t) is set else -1``
+    (``h`` = BLAKE2b-64 of the UTF-8 token, little-endian), the raw vector is
+
+        v[bucket(t)] += sign(t) * (1 + ln tf(t))     for every distinct token t
+
+    With ``char_ngrams=(a, b)``, each distinct token padded with one space each side
+    also adds ``char_weight`` per character n-gram of length a..b (hashed as ``"#" + gram``).
+    ``embed`` scales v to unit length; a text with no tokens is the zero vector.
     """
 
     def __init__(self, n_features: int = 384, char_ngrams: tuple[int, int] | None = None,
@@ -44,7 +57,17 @@ class HashingEmbedder(Embedder):
 
     def _on_params_changed(self) -> None:
         if not isinstance(self.n_features, int) or self.n_features < 1:
-            raise ValueError(f"n_features must be a positive int, got {self.n_features!r}")
+            raise MemlabError(f"n_features must be a positive int, got {self.n_features!r}")
+        if self.char_ngrams is not None:
+            ok = (isinstance(self.char_ngrams, (tuple, list)) and len(self.char_ngrams) == 2
+                  and all(isinstance(n, int) and not isinstance(n, bool) for n in self.char_ngrams)
+                  and 1 <= self.char_ngrams[0] <= self.char_ngrams[1])
+            if not ok:
+                raise MemlabError(f"char_ngrams must be None or (min, max) ints with 1 <= min <= max, "
+                                  f"got {self.char_ngrams!r}")
+        if isinstance(self.char_weight, bool) or not isinstance(self.char_weight, (int, float)) \
+                or not self.char_weight >= 0:
+            raise MemlabError(f"char_weight must be a number >= 0, got {self.char_weight!r}")
         self._cache: dict[str, tuple[int, float]] = {}
 
     @property
@@ -55,9 +78,11 @@ class HashingEmbedder(Embedder):
         counts: dict[str, float] = {}
         for word in _WORD.findall(text.lower()):
             if _CJK.search(word):
-                chars = _CJK.findall(word)
-                pieces = chars + [a + b for a, b in zip(chars, chars[1:])]
-                pieces += [w for w in re.split(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", word) if w]
+                # characters and bigrams of adjacent characters, plus the non-CJK parts whole
+                pieces = []
+                for run in _CJK_RUN.findall(word):
+                    pieces += list(run) + [a + b for a, b in itertools.pairwise(run)]
+                pieces += [w for w in _CJK_RUN.split(word) if w]
             else:
                 pieces = [word]
             for piece in pieces:

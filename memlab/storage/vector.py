@@ -124,6 +124,8 @@ class NumpyVectorStore(VectorStore):
         if k <= 0 or not self._ids:
             return []
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self._vectors.shape[1]:
+            raise MemlabError(f"query vector must have dimension {self._vectors.shape[1]}, got {q.shape[0]}")
         norm = float(np.linalg.norm(q))
         if norm == 0:
             return []

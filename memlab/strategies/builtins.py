@@ -22,8 +22,22 @@ from .retrieval import RetrievalStrategy
 EMBEDDERS = ("hashing", "minilm")
 
 
+def default_cache_path() -> str:
+    """Where named semantic embedders keep their vectors: ``$MEMLAB_CACHE_DIR`` or ~/.cache/memlab."""
+    import os
+    from pathlib import Path
+
+    root = os.environ.get("MEMLAB_CACHE_DIR") or str(Path.home() / ".cache" / "memlab")
+    return str(Path(root) / "embeddings.sqlite3")
+
+
 def make_embedder(embedder: str | Embedder | None) -> Embedder:
-    """An embedder by name; semantic ones are wrapped in a content-addressed cache."""
+    """An embedder by name; semantic ones are wrapped in a content-addressed cache.
+
+    The cache is a SQLite file shared by every clone, sweep point, worker process and run,
+    keyed by the model's identity and the text, so a sweep over parameters that do not
+    change the embeddings (keep_rate, fusion weights, budgets) embeds each text once.
+    """
     from ..embeddings.cache import CachedEmbedder
     from ..embeddings.hashing import HashingEmbedder
 
@@ -34,7 +48,7 @@ def make_embedder(embedder: str | Embedder | None) -> Embedder:
     if embedder == "minilm":
         from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
 
-        return CachedEmbedder(SentenceTransformerEmbedder())
+        return CachedEmbedder(SentenceTransformerEmbedder(), path=default_cache_path())
     raise ConfigError(f"embedder must be one of {', '.join(EMBEDDERS)} or an Embedder, got {embedder!r}")
 
 

@@ -96,3 +96,25 @@ def test_bad_sweep_files_name_the_problem(tmp_path, tiny_file, mutate, message):
     mutate(config)
     with pytest.raises(ConfigError, match=message):
         run_config(config, progress=False)
+
+
+class CountingEmbedder:
+    calls = 0
+
+
+def test_a_keep_rate_sweep_embeds_each_text_once(tiny, tmp_path):
+    from memlab.embeddings.cache import CachedEmbedder
+    from memlab.embeddings.hashing import HashingEmbedder
+
+    class Counting(HashingEmbedder):
+        def _embed(self, texts):
+            CountingEmbedder.calls += len(texts)
+            return super()._embed(texts)
+
+    CountingEmbedder.calls = 0
+    embedder = CachedEmbedder(Counting(), path=str(tmp_path / "cache.sqlite3"))
+    base = strategies.get("longterm", embedder=embedder, token_limit=60)
+    sweep(base, {"keep_rate": [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]}, tiny)
+    turns = {t.retrieval_text for d in tiny.dialogues for t in d.turns()}
+    queries = {p.query for d in tiny.dialogues for p in d.probes}
+    assert CountingEmbedder.calls == len(turns | queries)

@@ -1,0 +1,142 @@
+"""CachedEmbedder: a content-addressed embedding cache in SQLite, around any embedder.
+
+The key of a text is ``sha256(embedder.identity() + "\\0" + text)``, so changing a
+parameter that changes the vectors (model, dimensions, n_features) misses, while
+batch sizes or API keys do not. Values are the inner embedder's output as float32
+bytes, returned bit for bit as the inner embedder computed them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..base import MemlabError
+from .base import Embedder
+
+_SQL_VARS = 500  # keys per SELECT ... IN (...), below SQLite's variable limit
+
+
+class CachedEmbedder(Embedder):
+    """Embeds only texts it has not seen; the rest come from the cache.
+
+    ``path=None`` keeps the cache in memory; a file path keeps it across processes.
+    Within one ``embed`` call, misses go to the inner embedder in one call (which batches
+    them itself), each distinct text once, in first-seen order. Counters: ``misses`` is
+    the number of texts sent to the inner embedder, ``hits`` the number of requested
+    texts answered without it (``hits + misses`` = texts requested).
+    """
+
+    def __init__(self, embedder: Embedder, path: str | os.PathLike[str] | None = None):
+        self.embedder = embedder
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if not isinstance(self.embedder, Embedder):
+            raise MemlabError(f"embedder must be a memlab Embedder, got {type(self.embedder).__name__}")
+        self.close()
+        self._hits = 0
+        self._misses = 0
+        self._open()
+
+    def _open(self) -> None:
+        target = ":memory:" if self.path is None else str(self.path)
+        if target != ":memory:":
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(target, check_same_thread=False)
+        with self._conn:
+            self._conn.execute("CREATE TABLE IF NOT EXISTS embeddings "
+                               "(key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+
+    def close(self) -> None:
+        conn, self._conn = getattr(self, "_conn", None), None
+        if conn is not None:
+            conn.close()
+
+    # pickling (process pools) reopens the file; an in-memory cache starts empty
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_conn"] = None
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._open()
+
+    # -- delegation -------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    def identity(self) -> str:
+        return self.embedder.identity()
+
+    @property
+    def hits(self) -> int:
+        return self._hits
+
+    @property
+    def misses(self) -> int:
+        return self._misses
+
+    def __len__(self) -> int:
+        """Number of cached vectors (for every identity stored in this cache)."""
+        with self._lock:
+            return int(self._db().execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+
+    # -- embedding --------------------------------------------------------------------
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise MemlabError(f"CachedEmbedder({str(self.path)!r}) is closed")
+        return self._conn
+
+    def key(self, text: str) -> str:
+        return hashlib.sha256((self.identity() + "\0" + text).encode("utf-8")).hexdigest()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        keys = [self.key(t) for t in texts]
+        text_of = dict(zip(keys, texts))
+        unique = list(dict.fromkeys(keys))
+        found = self._lookup(unique)
+        missing = [k for k in unique if k not in found]
+        if missing:
+            vectors = np.asarray(self.embedder.embed([text_of[k] for k in missing]), dtype="<f4")
+            found.update(zip(missing, vectors))
+            with self._lock, self._db() as conn:
+                conn.executemany("INSERT OR REPLACE INTO embeddings (key, vector) VALUES (?, ?)",
+                                 [(k, v.tobytes()) for k, v in zip(missing, vectors)])
+        self._misses += len(missing)
+        self._hits += len(texts) - len(missing)
+        lengths = {found[k].shape[0] for k in unique}
+        if len(lengths) != 1:
+            raise MemlabError(f"CachedEmbedder({str(self.path)!r}): cached vectors for "
+                              f"{self.identity()} have different lengths {sorted(lengths)}")
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return self.embed(texts)
+
+    def _lookup(self, keys: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            db = self._db()
+            for start in range(0, len(keys), _SQL_VARS):
+                chunk = keys[start:start + _SQL_VARS]
+                marks = ",".join("?" * len(chunk))
+                for key, blob in db.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})",
+                                            chunk):
+                    found[key] = np.frombuffer(blob, dtype="<f4")
+        return found

@@ -1,0 +1,288 @@
+"""Retrieval metrics per probe, and their aggregation (REFERENCE section 4).
+
+Items and gold
+--------------
+``gold`` is a probe's set of gold turn ids. ``retrieved`` is a ranked list of *items*; an
+item is either one id (a turn) or a list of ids (a derived memory -- a summary, an extracted
+fact -- standing for the turns in its ``source_ids``). An item is **relevant** if any of
+its ids is gold; the gold ids it **covers** are its ids that are gold. Let T_k be the first
+k items (all of them when fewer), C_k the gold ids covered by T_k, G = |gold|.
+
+- ``hit_rate@k``        = 1 if some item of T_k is relevant, else 0   (TREC Success@k)
+- ``recall@k``          = |C_k| / G                                     (LoCoMo's recall)
+- ``recall_all@k``      = 1 if C_k = gold, else 0                       (LongMemEval's Recall@k)
+- ``relevance_ratio@k`` = (relevant items in T_k) / |T_k|; NaN if nothing was retrieved
+  (precision over what was actually returned, not over k: a retriever returning 2 items
+  for k=5, both gold, scores 1.0)
+- ``mrr``               = 1 / rank of the first relevant item (1-based), 0 if none
+- ``ndcg@k``            = DCG_k / IDCG_k with binary gains and log2 discount:
+  DCG_k = sum_{i<=|T_k|} g_i / log2(i + 1), g_i = 1 if item i covers a gold id that no
+  higher-ranked item covered, else 0; IDCG_k = sum_{i=1..min(k, G)} 1 / log2(i + 1).
+  For one-id items this is the usual binary nDCG; a repeated item earns nothing twice.
+
+A probe with no gold (G = 0) is unscored: every metric is NaN and means skip it.
+
+Views
+-----
+Rows from the replay engine describe each probe twice: the ranked retrieval
+(``retrieved_source_ids``, else ``retrieved_ids``) and the built context (``context_ids``:
+the source ids in the context). The "retrieval" view computes ``<metric>@k`` for each k;
+the "context" view has no ranking, so it computes ``context_hit_rate``, ``context_recall``,
+``context_recall_all`` and ``context_relevance_ratio`` over the whole context, each
+context id being one item.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..base import MemlabError
+
+Item = str | Sequence[str]
+NAN = float("nan")
+
+#: Per-k metric names of the retrieval view (columns ``<name>@<k>``), then the rank metric.
+RETRIEVAL_METRICS = ("hit_rate", "recall", "recall_all", "relevance_ratio", "ndcg")
+RANK_METRICS = ("mrr",)
+CONTEXT_METRICS = ("context_hit_rate", "context_recall", "context_recall_all", "context_relevance_ratio")
+#: Per-probe cost columns that ``summarize`` averages as well, when present.
+COST_COLUMNS = ("context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms")
+#: Row columns the metrics read.
+REQUIRED_COLUMNS = {"retrieval": ("gold", "retrieved_ids"), "context": ("gold", "context_ids")}
+_METRIC_COLUMN = re.compile(r"^(?:(?:%s)@\d+|%s|%s|n_gold)$" % (
+    "|".join(RETRIEVAL_METRICS), "|".join(RANK_METRICS), "|".join(CONTEXT_METRICS)))
+
+
+def _ids(item: Item) -> list[str]:
+    return [item] if isinstance(item, str) else [str(i) for i in item]
+
+
+def _check_k(k: int | None) -> None:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
+        raise MemlabError(f"k must be a positive int or None, got {k!r}")
+
+
+def _top(retrieved: Sequence[Item], k: int | None) -> list[list[str]]:
+    _check_k(k)
+    items = list(retrieved) if k is None else list(retrieved)[:k]
+    return [_ids(i) for i in items]
+
+
+def _gold(gold: Iterable[str]) -> set[str]:
+    return {str(g) for g in gold}
+
+
+def hit_rate_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
+    """1.0 if any of the first k items is relevant, else 0.0; NaN when gold is empty."""
+    g = _gold(gold)
+    if not g:
+        return NAN
+    return float(any(any(i in g for i in ids) for ids in _top(retrieved, k)))
+
+
+def recall_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
+    """|gold ids covered by the first k items| / |gold|; NaN when gold is empty."""
+    g = _gold(gold)
+    if not g:
+        return NAN
+    covered = {i for ids in _top(retrieved, k) for i in ids if i in g}
+    return len(covered) / len(g)
+
+
+def recall_all_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
+    """1.0 if the first k items cover every gold id, else 0.0; NaN when gold is empty."""
+    r = recall_at_k(retrieved, gold, k)
+    return r if math.isnan(r) else float(r == 1.0)
+
+
+def relevance_ratio_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
+    """Relevant items among the first k / number of items among the first k (precision).
+
+    NaN when gold is empty or nothing was retrieved.
+    """
+    g = _gold(gold)
+    top = _top(retrieved, k)
+    if not g or not top:
+        return NAN
+    return sum(any(i in g for i in ids) for ids in top) / len(top)
+
+
+def mrr(retrieved: Sequence[Item], gold: Iterable[str], k: int | None = None) -> float:
+    """1 / (1-based rank of the first relevant item), 0.0 if none (within k); NaN if no gold."""
+    g = _gold(gold)
+    if not g:
+        return NAN
+    for rank, ids in enumerate(_top(retrieved, k), start=1):
+        if any(i in g for i in ids):
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
+    """Binary-gain nDCG with log2 discount (see the module docstring); NaN if no gold."""
+    g = _gold(gold)
+    if not g:
+        return NAN
+    top = _top(retrieved, k)
+    covered: set[str] = set()
+    dcg = 0.0
+    for rank, ids in enumerate(top, start=1):
+        new = {i for i in ids if i in g} - covered
+        if new:
+            dcg += 1.0 / math.log2(rank + 1)
+            covered |= new
+    n_ideal = len(g) if k is None else min(k, len(g))
+    idcg = sum(1.0 / math.log2(r + 1) for r in range(1, n_ideal + 1))
+    return dcg / idcg
+
+
+def _unique(ids: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(str(i) for i in ids))
+
+
+def context_metrics(context_ids: Sequence[str], gold: Iterable[str]) -> dict[str, float]:
+    """The context view: hit rate, recall, recall_all, relevance ratio over the distinct context ids."""
+    items = _unique(context_ids)
+    return {"context_hit_rate": hit_rate_at_k(items, gold, None),
+            "context_recall": recall_at_k(items, gold, None),
+            "context_recall_all": recall_all_at_k(items, gold, None),
+            "context_relevance_ratio": relevance_ratio_at_k(items, gold, None)}
+
+
+def retrieval_metrics(retrieved: Sequence[Item], gold: Iterable[str], ks: Sequence[int]) -> dict[str, float]:
+    """``<metric>@k`` for every metric and k, plus ``mrr`` (over the whole list)."""
+    out: dict[str, float] = {}
+    for name, fn in (("hit_rate", hit_rate_at_k), ("recall", recall_at_k), ("recall_all", recall_all_at_k),
+                     ("relevance_ratio", relevance_ratio_at_k), ("ndcg", ndcg_at_k)):
+        for k in ks:
+            out[f"{name}@{k}"] = fn(retrieved, gold, k)
+    out["mrr"] = mrr(retrieved, gold)
+    return out
+
+
+def _as_list(value: Any, column: str, row: int) -> list[Any]:
+    if _is_missing(value):
+        return []
+    if isinstance(value, str):
+        raise MemlabError(f"column {column!r}, row {row}: expected a list, got the string {value!r}")
+    return list(value)
+
+
+def _views(view: str | Sequence[str]) -> list[str]:
+    views = [view] if isinstance(view, str) else list(view)
+    for v in views:
+        if v not in REQUIRED_COLUMNS:
+            raise MemlabError(f"view must be 'retrieval' or 'context' (or a list of them), got {v!r}")
+    return views
+
+
+def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
+                    view: str | Sequence[str] = ("retrieval", "context")) -> pd.DataFrame:
+    """Per-probe metric columns added to a copy of ``rows``.
+
+    Reads ``gold`` (list of turn ids) and, for the "retrieval" view, ``retrieved_source_ids``
+    (list of lists of source ids per ranked item) or, when that column is absent,
+    ``retrieved_ids`` (also for a row whose ``retrieved_source_ids`` is None); for the "context" view, ``context_ids``. Adds ``n_gold`` and the
+    columns named in the module docstring (``recall@5``, ``mrr``, ``context_recall``...).
+    """
+    views = _views(view)
+    ks = [int(k) for k in ks]
+    for k in ks:
+        _check_k(k)
+    for v in views:
+        for col in REQUIRED_COLUMNS[v]:
+            if col not in rows.columns:
+                raise MemlabError(f"compute_metrics(view={v!r}) needs column {col!r}; "
+                                  f"columns: {', '.join(map(str, rows.columns))}")
+    names = ["n_gold"]
+    if "retrieval" in views:
+        names += [f"{m}@{k}" for m in RETRIEVAL_METRICS for k in ks] + list(RANK_METRICS)
+    if "context" in views:
+        names += list(CONTEXT_METRICS)
+    has_sources = "retrieved_source_ids" in rows.columns
+    records: list[dict[str, float]] = []
+    for n, (_, row) in enumerate(rows.iterrows()):
+        gold = _unique(_as_list(row["gold"], "gold", n))
+        values: dict[str, float] = {"n_gold": float(len(gold))}
+        if "retrieval" in views:
+            # Source ids when the row has them (derived memories), else the retrieved ids.
+            column = "retrieved_source_ids"
+            if not has_sources or _is_missing(row[column]):
+                column = "retrieved_ids"
+            values.update(retrieval_metrics(_as_list(row[column], column, n), gold, ks))
+        if "context" in views:
+            values.update(context_metrics(_as_list(row["context_ids"], "context_ids", n), gold))
+        records.append(values)
+    metrics = pd.DataFrame.from_records(records, index=rows.index, columns=names)
+    out = rows.copy()
+    for col in names:
+        out[col] = metrics[col].astype(int if col == "n_gold" else float)
+    return out
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    """The metric columns of ``df`` (as ``compute_metrics`` names them), in column order."""
+    return [c for c in df.columns if isinstance(c, str) and _METRIC_COLUMN.match(c) and c != "n_gold"]
+
+
+def summarize(df: pd.DataFrame, by: Sequence[str] | str = ("strategy",), metrics: Sequence[str] | None = None,
+              per_category: bool = False, category_col: str = "category") -> pd.DataFrame:
+    """Mean of each metric per group (NaN -- unscored probes -- excluded), one row per group.
+
+    Columns: the ``by`` columns, [``category_col``], ``n_probes`` (rows in the group),
+    ``n_scored`` (rows with gold), then the metric means and the cost means (``COST_COLUMNS``
+    present in ``df``). ``metrics`` defaults to every metric column. With ``per_category``
+    each group gets one row per category and one with category "all" (listed first).
+    Groups are sorted by their keys.
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    missing = [c for c in by + ([category_col] if per_category else []) if c not in df.columns]
+    if missing:
+        raise MemlabError(f"summarize: no column(s) {missing}; columns: {', '.join(map(str, df.columns))}")
+    if metrics is None:
+        metrics = metric_columns(df)
+    else:
+        absent = [m for m in metrics if m not in df.columns]
+        if absent:
+            raise MemlabError(f"summarize: no metric column(s) {absent}; metric columns: {metric_columns(df)}")
+    metrics = list(metrics) + [c for c in COST_COLUMNS if c in df.columns and c not in metrics]
+    frame = df.copy()
+    if "n_gold" not in frame.columns:
+        frame["n_gold"] = [len(_as_list(g, "gold", i)) for i, g in enumerate(frame["gold"])] \
+            if "gold" in frame.columns else 1
+    parts = [_aggregate(frame, by, metrics)]
+    if per_category:
+        parts[0].insert(len(by), category_col, "all")
+        cats = frame.assign(**{category_col: frame[category_col].fillna("(none)").astype(str)})
+        parts.append(_aggregate(cats, by + [category_col], metrics))
+        result = pd.concat(parts, ignore_index=True)
+        order = result[category_col].map(lambda c: (c != "all", c))
+        result = result.assign(_order=order)
+        result = result.sort_values(by + ["_order"], kind="stable").drop(columns="_order")
+        return result.reset_index(drop=True)
+    return parts[0]
+
+
+def _aggregate(df: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
+    values = df[metrics].apply(pd.to_numeric, errors="coerce").astype(float)
+    work = pd.concat([df[keys], values, (df["n_gold"] > 0).rename("_scored")], axis=1)
+    if keys:
+        grouped = work.groupby(keys, sort=True, dropna=False)
+        means = grouped[metrics].mean()  # pandas' mean skips NaN
+        counts = grouped.size().rename("n_probes")
+        scored = grouped["_scored"].sum().astype(int).rename("n_scored")
+        out = pd.concat([counts, scored, means], axis=1).reset_index()
+    else:
+        out = pd.DataFrame([{"n_probes": len(work), "n_scored": int(work["_scored"].sum()),
+                             **values.mean().to_dict()}])
+    return out

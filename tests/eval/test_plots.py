@@ -1,0 +1,140 @@
+"""Plots: returned figures hold the expected artists and numbers; the Pareto front is exact."""
+
+from __future__ import annotations
+
+import io
+import math
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+
+from memlab.base import MemlabError
+from memlab.eval.plots import (
+    mean_ci,
+    metric_ks,
+    pareto_front,
+    plot_by_category,
+    plot_metric_at_k,
+    plot_metric_vs_param,
+    plot_pareto,
+)
+
+
+def test_pareto_front_exact():
+    points = [(10, 0.5), (20, 0.6), (15, 0.4), (20, 0.7), (5, 0.2), (30, 0.7), (10, 0.5)]
+    # (15, .4) loses to (10, .5); (20, .6) to (20, .7); (30, .7) to (20, .7); the two (10, .5) tie and stay.
+    assert pareto_front(points) == [4, 0, 6, 3]
+    assert pareto_front([]) == []
+    assert pareto_front([(1, 1)]) == [0]
+    assert pareto_front([(1, 0.1), (2, 0.2), (3, 0.3)]) == [0, 1, 2]
+    assert pareto_front([(1, 0.9), (2, 0.2), (3, 0.3)]) == [0]
+    assert pareto_front([(1, float("nan")), (2, 0.2)]) == [1]
+
+
+def test_mean_ci():
+    v = [1.0, 2.0, 3.0, 4.0, float("nan")]
+    mean, low, high = mean_ci(v, method="normal")
+    half = NormalDist().inv_cdf(0.975) * math.sqrt(5 / 3) / 2        # sd of 1..4 is sqrt(5/3)
+    assert (mean, low, high) == (2.5, 2.5 - half, 2.5 + half)
+    m, lo, hi = mean_ci(v, method="bootstrap", n_resamples=500, seed=0)
+    assert m == 2.5 and 1.0 <= lo < 2.5 < hi <= 4.0
+    assert (m, lo, hi) == mean_ci(v, method="bootstrap", n_resamples=500, seed=0)
+    assert mean_ci([3.0], method="normal") == (3.0, 3.0, 3.0)
+    assert all(math.isnan(x) for x in mean_ci([float("nan")]))
+    with pytest.raises(MemlabError, match="method must be 'bootstrap' or 'normal', got 't'"):
+        mean_ci(v, method="t")
+
+
+@pytest.fixture
+def df() -> pd.DataFrame:
+    rows = []
+    for strategy, base in (("bm25", 0.5), ("hybrid", 0.7)):
+        for keep_rate in (0.5, 0.9, 1.0):
+            for i, cat in enumerate(["single-hop", "multi-hop", "single-hop", "temporal"]):
+                rows.append({"strategy": strategy, "keep_rate": keep_rate, "category": cat,
+                             "probe_id": f"p{i}", "recall@1": base * keep_rate - 0.1 * i,
+                             "recall@5": base * keep_rate + 0.05 * i, "recall@10": min(1.0, base + 0.1 * i),
+                             "context_tokens": 100 * (2 if strategy == "hybrid" else 1) * keep_rate + i})
+    return pd.DataFrame(rows)
+
+
+def png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def test_plot_metric_vs_param(df):
+    fig = plot_metric_vs_param(df, "keep_rate", "recall@5", hue="strategy", method="normal")
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2 and [l.get_label() for l in ax.lines] == ["bm25", "hybrid"]
+    bm25 = ax.lines[0]
+    assert bm25.get_xdata().tolist() == [0.5, 0.9, 1.0]
+    expected = [df[(df.strategy == "bm25") & (df.keep_rate == k)]["recall@5"].mean() for k in (0.5, 0.9, 1.0)]
+    assert np.allclose(bm25.get_ydata(), expected, rtol=0, atol=1e-12)
+    assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 2    # one CI band per line
+    assert ax.get_xlabel() == "keep_rate" and ax.get_ylabel() == "recall@5"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["bm25", "hybrid"]
+    assert png(fig).startswith(b"\x89PNG")
+
+
+def test_plot_metric_vs_categorical_param(df):
+    fig = plot_metric_vs_param(df.assign(keep_rate=df.keep_rate.map(str)), "keep_rate", "recall@5")
+    ax = fig.axes[0]
+    assert len(ax.lines) == 1 and ax.lines[0].get_xdata().tolist() == [0.0, 1.0, 2.0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.5", "0.9", "1.0"]
+
+
+def test_plot_pareto(df):
+    fig = plot_pareto(df, x="context_tokens", y="recall@5", label=["strategy", "keep_rate"])
+    ax = fig.axes[0]
+    scatter = ax.collections[0]
+    assert len(scatter.get_offsets()) == 6
+    means = df.groupby(["strategy", "keep_rate"])[["context_tokens", "recall@5"]].mean().reset_index()
+    points = list(zip(means.context_tokens, means["recall@5"]))
+    front = pareto_front(points)
+    line = [l for l in ax.lines if l.get_label() == "Pareto front"][0]
+    assert line.get_xdata().tolist() == [points[i][0] for i in front]
+    assert line.get_ydata().tolist() == [points[i][1] for i in front]
+    assert sorted(t.get_text() for t in ax.texts)[0] == "bm25 0.5"
+    assert len(ax.texts) == 6 and ax.get_xlabel() == "context_tokens"
+    png(fig)
+
+
+def test_plot_by_category(df):
+    fig = plot_by_category(df, "recall@1", hue="strategy", method="normal")
+    ax = fig.axes[0]
+    bars = ax.patches
+    assert len(bars) == 3 * 2
+    heights = [b.get_height() for b in bars]
+    expected = [df[(df.strategy == s) & (df.category == c)]["recall@1"].mean()
+                for s in ("bm25", "hybrid") for c in ("multi-hop", "single-hop", "temporal")]
+    assert np.allclose(heights, expected, rtol=0, atol=1e-12)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["multi-hop", "single-hop", "temporal"]
+    png(fig)
+
+
+def test_plot_metric_at_k(df):
+    assert metric_ks(df, "recall") == [1, 5, 10]
+    fig = plot_metric_at_k(df, "recall", hue="strategy")
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2 and ax.lines[1].get_xdata().tolist() == [1, 5, 10]
+    hybrid = df[df.strategy == "hybrid"]
+    assert ax.lines[1].get_ydata().tolist() == [hybrid[f"recall@{k}"].mean() for k in (1, 5, 10)]
+    fig = plot_metric_at_k(df, "recall", ks=[5], hue=None)
+    assert len(fig.axes[0].lines) == 1
+    with pytest.raises(MemlabError, match=r"no column\(s\) \['recall@3'\]; available k for 'recall': \[1, 5, 10\]"):
+        plot_metric_at_k(df, "recall", ks=[3])
+    with pytest.raises(MemlabError, match="no column 'config'"):
+        plot_metric_at_k(df, "recall", hue="config")
+
+
+def test_draws_on_given_axes(df):
+    fig = Figure()
+    ax1, ax2 = fig.subplots(1, 2)
+    assert plot_metric_at_k(df, ax=ax2) is fig
+    assert len(ax2.lines) == 2 and len(ax1.lines) == 0

@@ -9,6 +9,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+# Functions that share their module's name are bound eagerly: importing a submodule sets
+# the package attribute to the module, which would otherwise shadow the function.
+from .compare import compare
+from .replay import replay
+from .sweep import sweep
+
 _EXPORTS: dict[str, str] = {
     "Dataset": "dataset", "Dialogue": "dataset", "Session": "dataset", "Turn": "dataset",
     "Probe": "dataset", "DatasetError": "dataset",
@@ -24,6 +30,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = sorted(_EXPORTS)
+
 
 
 def __getattr__(name: str) -> Any:

@@ -33,8 +33,18 @@ _EXPORTS: dict[str, str] = {
     "ChatHistoryBlock": "blocks.chat_history", "VectorDBBlock": "blocks.vectordb",
     "ChatHistoryMemory": "memories.agent", "VectorDBMemory": "memories.agent",
     "LongtermAgentMemory": "memories.agent",
+    # layered memory and LLMs
+    "ShortTermMemory": "memories.layered", "LongTermMemory": "memories.layered",
+    "LayeredMemory": "memories.layered",
+    "LLM": "llm.base", "OpenAIChat": "llm.openai_chat", "OfflineLLM": "llm.offline",
+    "ResponseCache": "llm.cache", "LoopbackServer": "llm.loopback",
+    # retrieval and decay
+    "BM25Retriever": "retrieval", "VectorRetriever": "retrieval", "HybridRetriever": "retrieval",
+    "Tokenizer": "retrieval", "RRF": "retrieval", "WeightedSum": "retrieval",
+    "Ebbinghaus": "decay", "ManualClock": "decay",
     # strategies
     "Strategy": "strategies.base", "Context": "strategies.base",
+    "strategies": "strategies",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -44,7 +54,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'memlab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    imported = importlib.import_module(f".{module}", __name__)
+    value = imported if module == name else getattr(imported, name)
     globals()[name] = value
     return value
 

@@ -45,6 +45,44 @@ def echo_chat(request: dict[str, Any]) -> str:
     return f"echo: {last}"
 
 
+class ScriptedChat:
+    """A chat handler serving ``answers`` in order, then ``fallback`` (echo by default).
+
+    For tests of output validation: ``LoopbackServer(chat=ScriptedChat(["not json", '{"ok": 1}']))``.
+    """
+
+    def __init__(self, answers: list[str] | tuple[str, ...] = (), fallback: ChatHandler = echo_chat):
+        self.answers: deque[str] = deque(answers)
+        self.fallback = fallback
+        self._lock = threading.Lock()
+
+    def push(self, *answers: str) -> None:
+        with self._lock:
+            self.answers.extend(answers)
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        with self._lock:
+            if self.answers:
+                return self.answers.popleft()
+        return self.fallback(request)
+
+
+class OfflineChat:
+    """A chat handler answering like ``OfflineLLM``: memlab's own prompts get rule-based answers."""
+
+    def __init__(self) -> None:
+        self._llm: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        with self._lock:
+            if self._llm is None:
+                from .offline import OfflineLLM
+
+                self._llm = OfflineLLM()
+            return self._llm.complete(request.get("messages", [])).text
+
+
 def hashing_embeddings(texts: list[str], request: dict[str, Any]) -> list[list[float]]:
     from ..embeddings.hashing import HashingEmbedder
 

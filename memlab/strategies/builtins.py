@@ -121,6 +121,42 @@ def hybrid_decay(embedder: Any = "hashing", time_unit: float = 86400.0, strength
                                               forget_threshold=forget_threshold))
 
 
+@registry.register("layered")
+def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, token_budget: int = 4000):
+    """Short-term window with summaries + long-term typed memories + working-memory pipeline.
+
+    ``llm``: None (offline: extractive summaries, rule-based extraction), "offline" (the
+    deterministic OfflineLLM stand-in, which also exercises the LLM steps and their token
+    accounting), "openai" (OpenAIChat configured from MEMLAB_LLM_MODEL, OPENAI_BASE_URL,
+    OPENAI_API_KEY, with a response cache in the memlab cache folder) or an ``LLM``.
+    """
+    from ..memories.layered import LayeredMemory, ShortTermMemory
+
+    return LayeredMemory(short_term=ShortTermMemory(max_turns=max_turns, keep_recent=keep_recent,
+                                                    token_budget=token_budget),
+                         llm=make_llm(llm))
+
+
+def make_llm(llm: Any):
+    """An LLM by name: None, "offline", "openai", or an LLM instance."""
+    from ..llm.base import LLM
+
+    if llm is None or isinstance(llm, LLM):
+        return llm
+    if llm == "offline":
+        from ..llm.offline import OfflineLLM
+
+        return OfflineLLM()
+    if llm == "openai":
+        from pathlib import Path
+
+        from ..llm.cache import ResponseCache
+        from ..llm.openai_chat import OpenAIChat
+
+        return OpenAIChat(cache=ResponseCache(str(Path(default_cache_path()).with_name("responses.sqlite3"))))
+    raise ConfigError(f"llm must be None, 'offline', 'openai' or an LLM, got {llm!r}")
+
+
 def get(name: str, **params: Any):
     """Build the strategy registered as ``name`` (factory arguments or nested set_params keys)."""
     from .spec import build_named

@@ -1,0 +1,168 @@
+"""The LLM interface: chat messages in, a ``Completion`` with its token cost out.
+
+Every memlab component that calls a model (summariser, extractor, query rewriter,
+expander, relevance filter, answerer) goes through ``LLM.complete`` and keeps its own
+``LLMUsage`` tally of what *it* spent, so a strategy can report its LLM cost per step
+even when the steps share one client, without counting a call twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from abc import abstractmethod
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..base import Component
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answer of a chat model.
+
+    ``prompt_tokens``/``completion_tokens`` are what the call cost as reported by the
+    server (or counted by ``OfflineLLM``). ``cached`` is True when the answer came
+    from a ``ResponseCache``: the token fields then still say what the original call
+    cost, but usage tallies add nothing for it (see ``LLMUsage.record``).
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    cached: bool = False
+
+
+@dataclass
+class LLMUsage:
+    """Cumulative cost: tokens of calls that reached a model, and how many calls.
+
+    ``calls`` counts answers produced by a model (each billed); ``cached_calls`` counts
+    answers replayed from a cache, which cost no tokens and are not in ``calls``.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+
+    def record(self, completion: Completion) -> None:
+        if completion.cached:
+            self.cached_calls += 1
+        else:
+            self.prompt_tokens += int(completion.prompt_tokens)
+            self.completion_tokens += int(completion.completion_tokens)
+            self.calls += 1
+
+    def add(self, other: "LLMUsage") -> "LLMUsage":
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: int(getattr(self, f.name)) for f in fields(self)}
+
+    def copy(self) -> "LLMUsage":
+        return LLMUsage(**self.as_dict())
+
+
+def sum_usage(usages: list[LLMUsage]) -> LLMUsage:
+    total = LLMUsage()
+    for u in usages:
+        total.add(u)
+    return total
+
+
+class LLM(Component):
+    """A chat model. ``complete`` is the only method a subclass must write.
+
+    ``usage`` is the client's own cumulative tally (thread-safe); ``reset_usage`` zeroes it.
+    ``acomplete`` is the async counterpart; the default runs ``complete`` in a worker
+    thread, clients with a native async transport (``OpenAIChat``) override it.
+    """
+
+    @abstractmethod
+    def _complete(self, messages: list[Message], **params: Any) -> Completion:
+        """Produce one completion (no usage bookkeeping: ``complete`` does that)."""
+
+    def complete(self, messages: list[Message], **params: Any) -> Completion:
+        completion = self._complete(list(messages), **params)
+        self._record(completion)
+        return completion
+
+    async def acomplete(self, messages: list[Message], **params: Any) -> Completion:
+        return await asyncio.to_thread(self.complete, messages, **params)
+
+    # -- usage -------------------------------------------------------------------------
+    def _usage_state(self) -> tuple[threading.Lock, LLMUsage]:
+        # created on first use so subclasses need not call a base __init__
+        state = self.__dict__.get("_usage_pair")
+        if state is None:
+            state = self.__dict__.setdefault("_usage_pair", (threading.Lock(), LLMUsage()))
+        return state
+
+    def _record(self, completion: Completion) -> None:
+        lock, usage = self._usage_state()
+        with lock:
+            usage.record(completion)
+
+    @property
+    def usage(self) -> LLMUsage:
+        """A snapshot of the cumulative usage since construction or ``reset_usage``."""
+        lock, usage = self._usage_state()
+        with lock:
+            return usage.copy()
+
+    def reset_usage(self) -> None:
+        lock, _ = self._usage_state()
+        with lock:
+            self.__dict__["_usage_pair"] = (lock, LLMUsage())
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        pair = state.pop("_usage_pair", None)
+        if pair is not None:
+            state["_usage_snapshot"] = pair[1].copy()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        snapshot = state.pop("_usage_snapshot", None)
+        self.__dict__.update(state)
+        if snapshot is not None:
+            self.__dict__["_usage_pair"] = (threading.Lock(), snapshot)
+
+
+class UsesLLM(Component):
+    """Mixin for steps that call an LLM: a per-step ``usage`` tally and a ``_call`` helper."""
+
+    def _step_usage(self) -> LLMUsage:
+        usage = self.__dict__.get("_step_usage_tally")
+        if usage is None:
+            usage = self.__dict__.setdefault("_step_usage_tally", LLMUsage())
+        return usage
+
+    @property
+    def usage(self) -> LLMUsage:
+        """Tokens this step spent (its calls only, whoever else shares the client)."""
+        return self._step_usage().copy()
+
+    def reset_usage(self) -> None:
+        self.__dict__["_step_usage_tally"] = LLMUsage()
+
+    def _call(self, llm: LLM, messages: list[Message], **params: Any) -> Completion:
+        completion = llm.complete(messages, **params)
+        self._step_usage().record(completion)
+        return completion
+
+    async def _acall(self, llm: LLM, messages: list[Message], **params: Any) -> Completion:
+        completion = await llm.acomplete(messages, **params)
+        self._step_usage().record(completion)
+        return completion

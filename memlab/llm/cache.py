@@ -1,0 +1,119 @@
+"""ResponseCache: a persistent SQLite cache of chat completions.
+
+The key is ``sha256`` of the canonical JSON of ``{"model", "messages", "params"}``
+(keys sorted, no whitespace, UTF-8), so the same request always finds the same
+answer and a replay of an experiment makes no model calls the second time.
+
+A cached answer costs no tokens: the clients record it in their usage as a cached
+call (``LLMUsage.cached_calls``) and add nothing to the token counts, because those
+counts are meant to say what a run spent. The tokens the original call cost are kept
+in the cache row and come back on the ``Completion`` for anyone who wants them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from typing import Any
+
+from ..base import Component, MemlabError
+from .base import Completion
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def cache_key(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of the request."""
+    return hashlib.sha256(_canonical(model, messages, params).encode("utf-8")).hexdigest()
+
+
+def _canonical(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
+    return json.dumps({"model": model, "messages": messages, "params": params},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class ResponseCache(Component):
+    """Completions by request; ``path=None`` keeps them in memory for this process only."""
+
+    def __init__(self, path: str | None = None):
+        self.path = path
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            target = ":memory:" if self.path is None else str(self.path)
+            if self.path is not None:
+                folder = os.path.dirname(os.path.abspath(target))
+                if not os.path.isdir(folder):
+                    raise MemlabError(f"ResponseCache path {self.path!r}: folder {folder!r} does not exist")
+            try:
+                conn = sqlite3.connect(target, check_same_thread=False)
+                conn.execute(_SCHEMA)
+                conn.commit()
+            except sqlite3.DatabaseError as exc:
+                raise MemlabError(f"ResponseCache path {self.path!r} is not a usable SQLite file: {exc}") from exc
+            self._conn = conn
+        return self._conn
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the connection does not travel: a file cache reopens, an in-memory one starts empty
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_conn")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock, self._conn = threading.Lock(), None
+
+    def get(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> Completion | None:
+        key = cache_key(model, messages, params)
+        with self._lock:
+            row = self._db().execute(
+                "SELECT text, prompt_tokens, completion_tokens, model FROM responses WHERE key = ?",
+                (key,)).fetchone()
+        if row is None:
+            return None
+        return Completion(text=row[0], prompt_tokens=row[1], completion_tokens=row[2],
+                          model=row[3], cached=True)
+
+    def put(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any],
+            completion: Completion) -> None:
+        key = cache_key(model, messages, params)
+        with self._lock:
+            db = self._db()
+            db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (key, model, _canonical(model, messages, params), completion.text,
+                        int(completion.prompt_tokens), int(completion.completion_tokens), time.time()))
+            db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def clear(self) -> None:
+        with self._lock:
+            db = self._db()
+            db.execute("DELETE FROM responses")
+            db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

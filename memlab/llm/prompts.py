@@ -1,0 +1,196 @@
+"""The prompts memlab sends to a model, and the parsers for their answers.
+
+Every task prompt starts its system message with ``memlab-task: <task>`` and puts
+its inputs in ``## <Section>`` blocks of the user message. A real model reads them as
+ordinary instructions; ``OfflineLLM`` uses the same markers to recognise the task and
+read its inputs back, so the offline stand-in answers exactly what memlab asks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable
+
+from ..base import MemlabError
+from ..records import MemoryRecord
+
+TASK_MARKER = "memlab-task:"
+SUMMARIZE, EXTRACT, REWRITE, EXPAND, HYDE, FILTER = (
+    "summarize", "extract", "rewrite", "expand", "hyde", "filter")
+MEMORY_TYPES = ("fact", "preference", "event_summary")
+
+#: JSON schema of one extracted memory (``source_ids`` optional).
+MEMORY_ITEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["content", "memory_type", "subject"],
+    "properties": {
+        "content": {"type": "string", "minLength": 1},
+        "memory_type": {"enum": list(MEMORY_TYPES)},
+        "subject": {"type": "string"},
+        "source_ids": {"type": "array", "items": {"type": "string"}},
+    },
+}
+EXTRACTION_SCHEMA: dict[str, Any] = {"type": "array", "items": MEMORY_ITEM_SCHEMA}
+
+
+# -- rendering and reading back ---------------------------------------------------------
+def task_messages(task: str, instructions: str, sections: dict[str, str]) -> list[dict[str, str]]:
+    return [{"role": "system", "content": f"{TASK_MARKER} {task}\n{instructions.strip()}"},
+            {"role": "user", "content": render_sections(sections)}]
+
+
+def task_of(messages: list[dict[str, Any]]) -> str | None:
+    """The memlab task named in the first system message, or None for a plain chat."""
+    for m in messages:
+        if m.get("role") in ("system", "developer"):
+            first = str(m.get("content") or "").split("\n", 1)[0].strip()
+            if first.startswith(TASK_MARKER):
+                return first[len(TASK_MARKER):].strip()
+            return None
+    return None
+
+
+def render_sections(sections: dict[str, str]) -> str:
+    return "\n\n".join(f"## {name}\n{body.strip()}" for name, body in sections.items())
+
+
+def parse_sections(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    name = None
+    lines: list[str] = []
+    for line in (text or "").split("\n"):
+        if line.startswith("## "):
+            if name is not None:
+                out[name] = "\n".join(lines).strip()
+            name, lines = line[3:].strip(), []
+        elif name is not None:
+            lines.append(line)
+    if name is not None:
+        out[name] = "\n".join(lines).strip()
+    return out
+
+
+def speaker_of(record: MemoryRecord) -> str:
+    return record.name or str(record.metadata.get("speaker") or record.role.value)
+
+
+def render_turns(records: Iterable[MemoryRecord]) -> str:
+    """One line per turn: ``[id] speaker: text`` (newlines inside a turn become spaces)."""
+    return "\n".join(f"[{r.id}] {speaker_of(r)}: {' '.join(r.content.split())}" for r in records)
+
+
+_TURN = re.compile(r"^\[(?P<id>[^\]]*)\] (?P<speaker>[^:]*): ?(?P<text>.*)$")
+
+
+def parse_turns(text: str) -> list[tuple[str, str, str]]:
+    """(id, speaker, text) for every line written by ``render_turns``."""
+    out = []
+    for line in (text or "").split("\n"):
+        m = _TURN.match(line.strip())
+        if m:
+            out.append((m["id"], m["speaker"], m["text"]))
+    return out
+
+
+def render_numbered(items: list[str]) -> str:
+    return "\n".join(f"[{i}] {' '.join(t.split())}" for i, t in enumerate(items, 1))
+
+
+def parse_numbered(text: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"^\[\d+\] (.*)$", text or "", re.M)]
+
+
+# -- task prompts -------------------------------------------------------------------
+def summarize_prompt(turns: list[MemoryRecord], previous: str, max_words: int) -> list[dict[str, str]]:
+    return task_messages(SUMMARIZE, f"""
+You condense the oldest part of a conversation into a running summary that replaces it.
+Keep: facts the speakers stated about themselves, agreements and decisions reached, and
+open to-dos (who will do what, when). Keep names, numbers and dates exactly. Drop
+greetings, small talk and anything already in the previous summary unless it changed.
+Write plain sentences, at most {max_words} words. Output only the summary.""",
+                         {"Previous summary": previous or "(none)", "Conversation": render_turns(turns)})
+
+
+def extract_prompt(turns: list[MemoryRecord]) -> list[dict[str, str]]:
+    return task_messages(EXTRACT, """
+Extract what is worth keeping in long-term memory from the conversation below: lasting
+facts about the speakers (name, location, job, family, possessions), stated preferences
+and habits, and summaries of notable events. Each memory is one short self-contained
+sentence naming the person. Ignore greetings, questions and passing remarks.
+Answer with JSON only, exactly in this form:
+{"memories": [{"content": "...", "memory_type": "fact" | "preference" | "event_summary",
+  "subject": "short attribute key, e.g. location, employer, beverage_preference",
+  "source_ids": ["ids of the turns it came from"]}]}
+Use {"memories": []} when there is nothing to keep.""", {"Conversation": render_turns(turns)})
+
+
+def rewrite_prompt(question: str, history: list[MemoryRecord]) -> list[dict[str, str]]:
+    return task_messages(REWRITE, """
+Rewrite the question into one standalone search query for a memory store: resolve
+pronouns and references using the recent conversation, keep names, places and dates,
+drop filler words. Output only the query.""",
+                         {"Recent conversation": render_turns(history) or "(none)", "Question": question})
+
+
+def expand_prompt(question: str, n: int) -> list[dict[str, str]]:
+    return task_messages(EXPAND, f"""
+Write {n} different search queries that would find memories relevant to the question,
+each phrased differently (synonyms, related terms, a more specific and a more general
+form). One query per line, no numbering, nothing else.""", {"Question": question, "Count": str(n)})
+
+
+def hyde_prompt(question: str) -> list[dict[str, str]]:
+    return task_messages(HYDE, """
+Write a short passage (one or two sentences) that a memory store would contain if it
+held the answer to the question, stated as a plain fact. Invent plausible details if
+needed; it is used only for searching. Output only the passage.""", {"Question": question})
+
+
+def filter_prompt(question: str, memories: list[str], max_items: int) -> list[dict[str, str]]:
+    return task_messages(FILTER, f"""
+You select information for answering a question. Below are numbered memories retrieved
+from a knowledge store. Choose the ones directly relevant and reliable for the question,
+at most {max_items}, most relevant first; ignore vague, outdated or unrelated ones.
+Answer with JSON only: {{"relevant": [numbers]}} (an empty list if none is relevant).""",
+                         {"Question": question, "Memories": render_numbered(memories),
+                          "Max": str(max_items)})
+
+
+# -- parsing answers -------------------------------------------------------------------
+def strip_fences(text: str) -> str:
+    """Remove a surrounding Markdown code fence (models often add one around JSON)."""
+    m = re.match(r"^\s*```[\w-]*\s*\n(.*?)\n?```\s*$", text or "", re.S)
+    return m.group(1) if m else (text or "").strip()
+
+
+def parse_lines(text: str, n: int) -> list[str]:
+    """Up to ``n`` distinct non-empty lines, with list numbering or bullets removed."""
+    out: list[str] = []
+    for line in strip_fences(text).split("\n"):
+        line = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)]|\[\d+\])\s*", "", line).strip().strip('"')
+        if line and line not in out:
+            out.append(line)
+    return out[:n]
+
+
+def parse_selection(text: str, n_items: int) -> list[int]:
+    """0-based indices chosen by a filter answer (JSON ``{"relevant": [...]}`` or bare numbers)."""
+    raw: Any
+    try:
+        raw = json.loads(strip_fences(text))
+        if isinstance(raw, dict):
+            raw = raw.get("relevant", [])
+    except json.JSONDecodeError:
+        raw = re.findall(r"\d+", text or "")
+    if not isinstance(raw, list):
+        raise MemlabError(f"relevance filter answer must list item numbers, got {text[:200]!r}")
+    out: list[int] = []
+    for item in raw:
+        try:
+            i = int(item) - 1
+        except (TypeError, ValueError):
+            continue
+        if 0 <= i < n_items and i not in out:
+            out.append(i)
+    return out

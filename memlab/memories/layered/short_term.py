@@ -1,0 +1,159 @@
+"""ShortTermMemory: the recent turns verbatim, older ones folded into a running summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...base import Component, ConfigError, MemlabError
+from ...llm.base import LLMUsage
+from ...llm.counting import resolve_counter
+from ...records import MemoryRecord, Role
+from .summarize import ExtractiveSummarizer, Summarizer
+
+SUMMARY_PREFIX = "[Summary of the earlier conversation] "
+SUMMARY_ID = "short-term-summary"
+
+
+class ShortTermMemory(Component):
+    """A rolling window of turns with overflow summarisation.
+
+    After each ``add``, the memory folds when the window is too long: when
+    ``len(turns) > max_turns`` (if set) or when the tokens of ``messages()`` (summary
+    included) exceed ``summarize_at * token_budget``. Folding hands the oldest turns,
+    all but the newest ``keep_recent``, with the previous summary to ``summarizer``
+    (``ExtractiveSummarizer()`` by default) and keeps its answer as the new summary.
+
+    The summary is the first message, role ``system``, its content starting with
+    ``SUMMARY_PREFIX``; as a record its metadata is ``{"kind": "summary", "source_ids":
+    [...every folded turn...]}``. Its tokens count against the budget. If the newest
+    ``keep_recent`` turns and the summary alone exceed the threshold, nothing more is
+    folded (``over_budget`` says so): the newest turns are never summarised away.
+    Folded chunks wait in ``drain_folded()`` for whoever archives them (the layered memory).
+    """
+
+    def __init__(self, max_turns: int | None = None, token_budget: int = 4000,
+                 summarize_at: float = 0.8, keep_recent: int = 4,
+                 summarizer: Summarizer | None = None, token_counter: Any = None):
+        self.max_turns = max_turns
+        self.token_budget = token_budget
+        self.summarize_at = summarize_at
+        self.keep_recent = keep_recent
+        self.summarizer = summarizer
+        self.token_counter = token_counter
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if self.max_turns is not None and (isinstance(self.max_turns, bool) or
+                                           not isinstance(self.max_turns, int) or self.max_turns < 1):
+            raise ConfigError(f"max_turns must be None or an int >= 1, got {self.max_turns!r}")
+        if isinstance(self.token_budget, bool) or not isinstance(self.token_budget, int) or self.token_budget < 1:
+            raise ConfigError(f"token_budget must be an int >= 1, got {self.token_budget!r}")
+        if not isinstance(self.summarize_at, (int, float)) or not 0 < self.summarize_at <= 1:
+            raise ConfigError(f"summarize_at must be in (0, 1], got {self.summarize_at!r}")
+        if isinstance(self.keep_recent, bool) or not isinstance(self.keep_recent, int) or self.keep_recent < 0:
+            raise ConfigError(f"keep_recent must be an int >= 0, got {self.keep_recent!r}")
+        if self.max_turns is not None and self.keep_recent >= self.max_turns:
+            raise ConfigError(f"keep_recent must be < max_turns ({self.max_turns}), got {self.keep_recent}")
+        if self.summarizer is not None and not isinstance(self.summarizer, Summarizer):
+            raise ConfigError(f"summarizer must be a Summarizer, got {type(self.summarizer).__name__}")
+        self._summarizer = self.summarizer if self.summarizer is not None else ExtractiveSummarizer()
+        self._counter = resolve_counter(self.token_counter)
+        self.clear()
+
+    # -- state -----------------------------------------------------------------------
+    def clear(self) -> None:
+        self._turns: list[MemoryRecord] = []
+        self._summary = ""
+        self._summary_sources: list[str] = []
+        self._summary_time = 0.0
+        self._folded: list[list[MemoryRecord]] = []
+        self._folds = 0
+
+    @property
+    def turns(self) -> list[MemoryRecord]:
+        """The turns kept verbatim, oldest first."""
+        return list(self._turns)
+
+    @property
+    def summary(self) -> str:
+        return self._summary
+
+    @property
+    def folds(self) -> int:
+        """How many times turns were folded into the summary."""
+        return self._folds
+
+    @property
+    def summary_record(self) -> MemoryRecord | None:
+        if not self._summary and not self._summary_sources:
+            return None
+        return MemoryRecord(role=Role.SYSTEM, content=SUMMARY_PREFIX + self._summary, id=SUMMARY_ID,
+                            timestamp=self._summary_time,
+                            metadata={"kind": "summary", "source_ids": list(self._summary_sources)})
+
+    def records(self) -> list[MemoryRecord]:
+        """The summary record (if any) followed by the kept turns."""
+        summary = self.summary_record
+        return ([summary] if summary else []) + list(self._turns)
+
+    def messages(self) -> list[dict[str, Any]]:
+        return [r.to_openai() for r in self.records()]
+
+    def token_count(self) -> int:
+        return int(self._counter.count_messages(self.messages()))
+
+    @property
+    def threshold(self) -> float:
+        """Folding starts above ``summarize_at * token_budget`` tokens."""
+        return self.summarize_at * self.token_budget
+
+    @property
+    def over_budget(self) -> bool:
+        return self.token_count() > self.threshold
+
+    @property
+    def resolved_summarizer(self) -> Summarizer:
+        """The summariser in use (``summarizer`` or the default ``ExtractiveSummarizer()``)."""
+        return self._summarizer
+
+    @property
+    def usage(self) -> LLMUsage:
+        return self._summarizer.usage
+
+    def drain_folded(self) -> list[list[MemoryRecord]]:
+        """The chunks of turns folded since the last call (each oldest first)."""
+        chunks, self._folded = self._folded, []
+        return chunks
+
+    # -- adding ----------------------------------------------------------------------
+    def add(self, record: MemoryRecord) -> list[MemoryRecord]:
+        """Append ``record``; returns the turns folded into the summary (often none)."""
+        chunk = self._append(record)
+        if chunk:
+            self._apply(chunk, self._summarizer.summarize(chunk, self._summary))
+        return chunk
+
+    async def aadd(self, record: MemoryRecord) -> list[MemoryRecord]:
+        chunk = self._append(record)
+        if chunk:
+            self._apply(chunk, await self._summarizer.asummarize(chunk, self._summary))
+        return chunk
+
+    def _append(self, record: MemoryRecord) -> list[MemoryRecord]:
+        if not isinstance(record, MemoryRecord):
+            raise MemlabError(f"ShortTermMemory.add expects a MemoryRecord, got {type(record).__name__}")
+        self._turns.append(record)
+        too_many = self.max_turns is not None and len(self._turns) > self.max_turns
+        if not (too_many or self.over_budget) or len(self._turns) <= self.keep_recent:
+            return []
+        cut = len(self._turns) - self.keep_recent
+        return self._turns[:cut]
+
+    def _apply(self, chunk: list[MemoryRecord], summary: str) -> None:
+        self._turns = self._turns[len(chunk):]
+        self._summary = summary.strip()
+        self._summary_sources = list(dict.fromkeys(self._summary_sources +
+                                                   [s for r in chunk for s in r.source_ids]))
+        self._summary_time = max([self._summary_time] + [r.timestamp for r in chunk])
+        self._folded.append(chunk)
+        self._folds += 1

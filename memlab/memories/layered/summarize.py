@@ -1,0 +1,130 @@
+"""Summarisers that fold old turns into the short-term memory's running summary."""
+
+from __future__ import annotations
+
+import re
+
+from ...base import Component, ConfigError
+from ...llm.base import LLM, LLMUsage, UsesLLM
+from ...llm.prompts import speaker_of, summarize_prompt
+from ...llm.text import sentences, terms
+from ...records import MemoryRecord
+
+
+class Summarizer(Component):
+    """``summarize(turns, previous)`` returns the new running summary (replacing ``previous``)."""
+
+    def summarize(self, records: list[MemoryRecord], previous: str = "") -> str:
+        raise NotImplementedError
+
+    def summarize_with_sources(self, records: list[MemoryRecord],
+                               previous: str = "") -> tuple[str, list[str]]:
+        """The summary and the source ids of the turns it draws on (here: all of them)."""
+        return self.summarize(records, previous), _sources(records)
+
+    async def asummarize_with_sources(self, records: list[MemoryRecord],
+                                      previous: str = "") -> tuple[str, list[str]]:
+        return await self.asummarize(records, previous), _sources(records)
+
+    async def asummarize(self, records: list[MemoryRecord], previous: str = "") -> str:
+        return self.summarize(records, previous)
+
+    @property
+    def usage(self) -> LLMUsage:
+        return LLMUsage()
+
+    def reset_usage(self) -> None:
+        pass
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|we|our|us)\b|我", re.I)
+_CUE = re.compile(
+    r"\b(?:will|going to|need to|have to|must|agreed?|decided?|plan(?:ned|s)?|deadline|tomorrow|"
+    r"next week|todo|to-do|remind|promise[ds]?|live[sd]?|work(?:s|ed)?|like[sd]?|love[sd]?|"
+    r"prefer(?:s|red)?|name|born|moved|bought|started|favou?rite)\b|约定|决定|需要|计划|明天|提醒|喜欢|住在|工作",
+    re.I)
+_SPEAKER = re.compile(r"^([^:\n]{1,40}): ")
+
+
+def sentence_score(sentence: str) -> int:
+    """Extractive score: 2 for a number, 2 for a first-person statement, 1 for a fact,
+    decision or to-do cue word; 0 (dropped) for anything with fewer than 2 content terms."""
+    body = _SPEAKER.sub("", sentence, count=1)
+    if len(terms(body)) < 2:
+        return 0
+    return (2 * bool(re.search(r"\d", body)) + 2 * bool(_FIRST_PERSON.search(body))
+            + bool(_CUE.search(body)))
+
+
+class ExtractiveSummarizer(Summarizer):
+    """Offline and deterministic: keep the most informative sentences, verbatim.
+
+    Candidates are the previous summary's sentences and every sentence of the folded
+    turns (written ``speaker: sentence``, the sentence cut to ``max_sentence_chars``
+    after scoring). Each gets ``sentence_score``; those scoring above 0 compete for ``max_sentences`` places
+    (higher score first, earlier first on ties) and are output in their original order,
+    so the summary never grows beyond ``max_sentences`` sentences.
+    """
+
+    def __init__(self, max_sentences: int = 6, max_sentence_chars: int = 200):
+        self.max_sentences = max_sentences
+        self.max_sentence_chars = max_sentence_chars
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        for name in ("max_sentences", "max_sentence_chars"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive int, got {value!r}")
+
+    def summarize(self, records: list[MemoryRecord], previous: str = "") -> str:
+        return self.summarize_with_sources(records, previous)[0]
+
+    def summarize_with_sources(self, records: list[MemoryRecord],
+                               previous: str = "") -> tuple[str, list[str]]:
+        """The summary and the source ids of exactly the turns whose sentences it kept."""
+        # (shown text, source turn, score); the score is taken on the whole sentence
+        candidates: list[tuple[str, MemoryRecord | None, int]] = [
+            (s, None, sentence_score(s)) for s in sentences(previous)]
+        for record in records:
+            for s in sentences(record.content):
+                candidates.append((f"{speaker_of(record)}: {self._cut(s)}", record,
+                                   sentence_score(f"{speaker_of(record)}: {s}")))
+        kept = sorted((i for i, c in enumerate(candidates) if c[2] > 0),
+                      key=lambda i: (-candidates[i][2], i))[:self.max_sentences]
+        order = sorted(kept)
+        text = " ".join(candidates[i][0] for i in order)
+        used = [candidates[i][1] for i in order]
+        return text, _sources([r for r in used if r is not None])
+
+    def _cut(self, s: str) -> str:
+        return s if len(s) <= self.max_sentence_chars else s[:self.max_sentence_chars].rstrip() + "..."
+
+
+class LLMSummarizer(UsesLLM, Summarizer):
+    """Ask ``llm`` to fold turns into the summary, keeping stated facts, agreements/decisions
+    and to-dos (see ``memlab.llm.prompts.summarize_prompt``); answers are capped at
+    ``max_tokens`` and the prompt asks for at most ``0.75 * max_tokens`` words."""
+
+    def __init__(self, llm: LLM, max_tokens: int = 200):
+        self.llm = llm
+        self.max_tokens = max_tokens
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 8:
+            raise ConfigError(f"max_tokens must be an int >= 8, got {self.max_tokens!r}")
+
+    def _prompt(self, records: list[MemoryRecord], previous: str) -> list[dict[str, str]]:
+        return summarize_prompt(records, previous, max(1, int(self.max_tokens * 0.75)))
+
+    def summarize(self, records: list[MemoryRecord], previous: str = "") -> str:
+        return self._call(self.llm, self._prompt(records, previous), max_tokens=self.max_tokens).text.strip()
+
+    async def asummarize(self, records: list[MemoryRecord], previous: str = "") -> str:
+        completion = await self._acall(self.llm, self._prompt(records, previous), max_tokens=self.max_tokens)
+        return completion.text.strip()
+
+
+def _sources(records: list[MemoryRecord]) -> list[str]:
+    return list(dict.fromkeys(s for r in records for s in r.source_ids))

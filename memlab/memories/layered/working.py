@@ -1,0 +1,602 @@
+"""Working memory: the retrieve -> filter -> load -> (answer) -> update pipeline.
+
+Each step is a small Component with ``run(state, layers)`` (and ``arun`` for the
+I/O-bound ones), reading and writing a ``WorkingState``. Steps are conditional:
+``Retrieve`` makes no LLM call when long-term memory is empty, ``Filter`` does nothing
+when nothing was retrieved, ``Update`` extracts only every ``extract_every`` turns.
+``WorkingState.trace`` records what ran and what was skipped, and why.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...base import Component, ConfigError, MemlabError
+from ...llm.base import LLM, LLMUsage, UsesLLM, sum_usage
+from ...llm.counting import resolve_counter
+from ...llm.prompts import expand_prompt, filter_prompt, hyde_prompt, parse_lines, parse_selection, rewrite_prompt
+from ...records import Hit, MemoryRecord, Role
+from ...retrieval.base import Retriever
+from ...retrieval.expansion import QueryExpander
+from ...retrieval.filters import Where
+from ...retrieval.fusion import RRF, Fusion
+from ...retrieval.selection import MMRSelector, ScoreThreshold, Selector, rerank
+from ...strategies.base import Context
+from .extraction import Extractor
+from .long_term import LongTermMemory
+from .short_term import ShortTermMemory
+
+
+@dataclass
+class Layers:
+    """The memories a pipeline works on (built by ``LayeredMemory``)."""
+
+    short_term: ShortTermMemory
+    long_term: LongTermMemory
+    extractor: Extractor
+    user_id: str = ""
+
+
+@dataclass
+class WorkingState:
+    """Everything one pass of the pipeline reads and produces."""
+
+    question: str
+    now: float | None = None
+    where: Where | None = None
+    k: int | None = None               # how many hits Retrieve keeps (None: the step's k)
+    query: str = ""                    # the query after rewriting
+    queries: list[str] = field(default_factory=list)
+    retrieved: list[Hit] = field(default_factory=list)
+    selected: list[Hit] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    context: Context | None = None
+    answer: str | None = None
+    new_memories: list[MemoryRecord] = field(default_factory=list)
+    trace: list[str] = field(default_factory=list)
+
+
+def _usage_of(*parts: Any) -> LLMUsage:
+    return sum_usage([p.usage for p in parts if p is not None and isinstance(getattr(p, "usage", None), LLMUsage)])
+
+
+def _reset_usage(*parts: Any) -> None:
+    for p in parts:
+        if p is not None and callable(getattr(p, "reset_usage", None)):
+            p.reset_usage()
+
+
+class Step(Component):
+    """One pipeline step. ``usage`` sums the LLM cost of the step's parts."""
+
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        raise NotImplementedError
+
+    async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
+        return self.run(state, layers)
+
+    def _parts(self) -> list[Any]:
+        return []
+
+    @property
+    def usage(self) -> LLMUsage:
+        return _usage_of(*self._parts())
+
+    def reset_usage(self) -> None:
+        _reset_usage(*self._parts())
+
+
+# -- LLM helpers for retrieval ----------------------------------------------------------------
+class LLMQueryRewriter(UsesLLM):
+    """Rewrites the question into a standalone search query using the last ``history_turns`` turns."""
+
+    def __init__(self, llm: LLM, history_turns: int = 4):
+        self.llm = llm
+        self.history_turns = history_turns
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if isinstance(self.history_turns, bool) or not isinstance(self.history_turns, int) \
+                or self.history_turns < 0:
+            raise ConfigError(f"history_turns must be an int >= 0, got {self.history_turns!r}")
+
+    def _prompt(self, question: str, history: list[MemoryRecord]) -> list[dict[str, str]]:
+        recent = history[-self.history_turns:] if self.history_turns else []
+        return rewrite_prompt(question, recent)
+
+    @staticmethod
+    def _clean(text: str, question: str) -> str:
+        lines = parse_lines(text, 1)
+        return lines[0] if lines else question
+
+    def rewrite(self, question: str, history: list[MemoryRecord]) -> str:
+        return self._clean(self._call(self.llm, self._prompt(question, history)).text, question)
+
+    async def arewrite(self, question: str, history: list[MemoryRecord]) -> str:
+        return self._clean((await self._acall(self.llm, self._prompt(question, history))).text, question)
+
+
+class MultiQueryExpander(UsesLLM, QueryExpander):
+    """LLM multi-query expansion (LangChain's MultiQueryRetriever): ``[query, *rewrites]``,
+    at most ``n`` rewrites, blank lines, numbering and repeats of the query dropped."""
+
+    def __init__(self, llm: LLM, n: int = 3):
+        self.llm = llm
+        self.n = n
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ConfigError(f"n must be an int >= 1, got {self.n!r}")
+
+    def _queries(self, query: str, text: str) -> list[str]:
+        return [query] + [q for q in parse_lines(text, self.n + 1) if q != query][:self.n]
+
+    def expand(self, query: str, retriever: Retriever | None = None, *, where: Where | None = None,
+               now: float | None = None) -> list[str]:
+        return self._queries(query, self._call(self.llm, expand_prompt(query, self.n)).text)
+
+    async def aexpand(self, query: str, retriever: Retriever | None = None, *,
+                      where: Where | None = None, now: float | None = None) -> list[str]:
+        return self._queries(query, (await self._acall(self.llm, expand_prompt(query, self.n))).text)
+
+
+class HyDEExpander(UsesLLM, QueryExpander):
+    """HyDE: search with a hypothetical answer passage too: ``[query, passage]``."""
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+
+    @staticmethod
+    def _queries(query: str, text: str) -> list[str]:
+        passage = " ".join(text.split())
+        return [query, passage] if passage and passage != query else [query]
+
+    def expand(self, query: str, retriever: Retriever | None = None, *, where: Where | None = None,
+               now: float | None = None) -> list[str]:
+        return self._queries(query, self._call(self.llm, hyde_prompt(query)).text)
+
+    async def aexpand(self, query: str, retriever: Retriever | None = None, *,
+                      where: Where | None = None, now: float | None = None) -> list[str]:
+        return self._queries(query, (await self._acall(self.llm, hyde_prompt(query))).text)
+
+
+class LongTermRetriever(Retriever):
+    """A read-only ``Retriever`` view of a ``LongTermMemory`` (for expanders that search,
+    such as ``PseudoRelevanceFeedback``). Searching it never reinforces memories."""
+
+    name = "long_term"
+
+    def __init__(self, long_term: LongTermMemory):
+        super().__init__()
+        self.long_term = long_term
+
+    def add(self, records: Any) -> None:
+        raise MemlabError("LongTermRetriever is read-only: add memories to the LongTermMemory")
+
+    def remove(self, ids: Any) -> None:
+        raise MemlabError("LongTermRetriever is read-only: delete memories from the LongTermMemory")
+
+    def _add(self, records: list[MemoryRecord]) -> None:  # pragma: no cover - add raises first
+        raise MemlabError("LongTermRetriever is read-only")
+
+    def _remove(self, ids: list[str]) -> None:  # pragma: no cover
+        raise MemlabError("LongTermRetriever is read-only")
+
+    def _clear(self) -> None:
+        pass
+
+    def __len__(self) -> int:
+        return len(self.long_term)
+
+    def search(self, query: str, k: int = 5, *, where: Where | None = None,
+               now: float | None = None) -> list[Hit]:
+        return self.long_term.search(query, k, where=where, now=now, reinforce=False)
+
+
+class LLMRelevanceFilter(UsesLLM, Selector):
+    """Asks ``llm`` which hits are relevant to the question (at most ``k``).
+
+    The chosen hits keep the retriever's order and scores (so the list stays sorted);
+    ``components["llm_filter"]`` holds the new rank. An empty choice keeps nothing.
+    """
+
+    name = "llm_filter"
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+
+    def _choose(self, hits: list[Hit], k: int, text: str) -> list[Hit]:
+        chosen = sorted(parse_selection(text, len(hits))[:k])
+        return rerank([hits[i] for i in chosen], None, self.name)
+
+    def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
+        if not hits or k <= 0:
+            return []
+        prompt = filter_prompt(query, [h.record.content for h in hits], k)
+        return self._choose(hits, k, self._call(self.llm, prompt).text)
+
+    async def aselect(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
+        if not hits or k <= 0:
+            return []
+        prompt = filter_prompt(query, [h.record.content for h in hits], k)
+        return self._choose(hits, k, (await self._acall(self.llm, prompt)).text)
+
+
+# -- the steps ---------------------------------------------------------------------------------
+class Retrieve(Step):
+    """Search long-term memory: optional rewrite, optional expansion, fusion of the queries.
+
+    The question (rewritten by ``query_rewriter`` with the short-term turns, if given) is
+    expanded by ``expander`` (any ``QueryExpander``; its first query is the input) and
+    every query searches long-term memory ``max(k, candidates)`` deep without reinforcing;
+    several lists are fused with ``fusion`` (``RRF()`` by default). The best ``k`` are
+    kept. Skipped, with no LLM call, when long-term memory holds nothing.
+    """
+
+    def __init__(self, query_rewriter: LLMQueryRewriter | None = None,
+                 expander: QueryExpander | None = None, k: int = 10, candidates: int = 20,
+                 fusion: Fusion | None = None):
+        self.query_rewriter = query_rewriter
+        self.expander = expander
+        self.k = k
+        self.candidates = candidates
+        self.fusion = fusion
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        for name in ("k", "candidates"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be an int >= 1, got {value!r}")
+        if self.expander is not None and not isinstance(self.expander, QueryExpander):
+            raise ConfigError(f"expander must be a QueryExpander, got {type(self.expander).__name__}")
+        if self.fusion is not None and not isinstance(self.fusion, Fusion):
+            raise ConfigError(f"fusion must be a Fusion, got {type(self.fusion).__name__}")
+        self._fusion = self.fusion if self.fusion is not None else RRF()
+
+    def _parts(self) -> list[Any]:
+        return [self.query_rewriter, self.expander]
+
+    def _skip(self, state: WorkingState, layers: Layers) -> bool:
+        if layers.long_term.count("active") == 0:
+            state.retrieved, state.queries, state.query = [], [], state.question
+            state.trace.append("retrieve: skipped (long-term memory empty)")
+            return True
+        return False
+
+    def _search(self, state: WorkingState, layers: Layers) -> None:
+        if not state.queries or state.queries[0] != state.query:
+            raise ConfigError(f"{type(self.expander).__name__}.expand must return the query first, "
+                              f"got {state.queries[:1]!r}")
+        k = state.k if state.k is not None else self.k
+        depth = max(k, self.candidates)
+        lists = [layers.long_term.search(q, depth, where=state.where, now=state.now, reinforce=False)
+                 for q in state.queries]
+        if len(lists) == 1:
+            state.retrieved = lists[0][:k]
+        else:
+            by_id: dict[str, Hit] = {}
+            for hits in lists:
+                for h in hits:
+                    by_id.setdefault(h.id, h)
+            fused = self._fusion.fuse([[(h.id, h.score) for h in hits] for hits in lists])[:k]
+            state.retrieved = []
+            for rank, (i, score) in enumerate(fused, 1):
+                h = by_id[i]
+                comps = {f"query_{n}": {"score": x.score, "rank": x.rank}
+                         for n, hits in enumerate(lists) for x in hits if x.id == i}
+                comps["fusion"] = {"score": float(score), "rank": rank}
+                state.retrieved.append(Hit(memory_record=h.record, score=float(score),
+                                           timestamp=h.timestamp, rank=rank, components=comps))
+        state.trace.append(f"retrieve: {len(state.queries)} quer{'y' if len(state.queries) == 1 else 'ies'}, "
+                           f"{len(state.retrieved)} hit(s)")
+
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        if self._skip(state, layers):
+            return state
+        history = layers.short_term.turns
+        state.query = (self.query_rewriter.rewrite(state.question, history)
+                       if self.query_rewriter is not None else state.question)
+        state.queries = (self.expander.expand(state.query, LongTermRetriever(layers.long_term),
+                                              where=state.where, now=state.now)
+                         if self.expander is not None else [state.query])
+        self._search(state, layers)
+        return state
+
+    async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
+        if self._skip(state, layers):
+            return state
+        history = layers.short_term.turns
+        state.query = (await self.query_rewriter.arewrite(state.question, history)
+                       if self.query_rewriter is not None else state.question)
+        aexpand = getattr(self.expander, "aexpand", None)
+        if self.expander is None:
+            state.queries = [state.query]
+        elif callable(aexpand):
+            state.queries = await aexpand(state.query, LongTermRetriever(layers.long_term),
+                                          where=state.where, now=state.now)
+        else:
+            state.queries = self.expander.expand(state.query, LongTermRetriever(layers.long_term),
+                                                 where=state.where, now=state.now)
+        self._search(state, layers)
+        return state
+
+
+class Filter(Step):
+    """Keep the retrieved memories worth loading, at most ``max_items``.
+
+    In order: ``min_score`` drops hits scoring below it (``ScoreThreshold``), ``mmr`` (an
+    ``MMRSelector``) diversifies, ``llm_filter`` (``LLMRelevanceFilter``) keeps what the
+    model calls relevant; then the first ``max_items`` remain. Skipped when nothing was
+    retrieved (no LLM call).
+    """
+
+    def __init__(self, llm_filter: Selector | None = None, min_score: float | None = None,
+                 mmr: MMRSelector | None = None, max_items: int = 5):
+        self.llm_filter = llm_filter
+        self.min_score = min_score
+        self.mmr = mmr
+        self.max_items = max_items
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if isinstance(self.max_items, bool) or not isinstance(self.max_items, int) or self.max_items < 0:
+            raise ConfigError(f"max_items must be an int >= 0, got {self.max_items!r}")
+        if self.llm_filter is not None and not isinstance(self.llm_filter, Selector):
+            raise ConfigError(f"llm_filter must be a Selector (LLMRelevanceFilter), "
+                              f"got {type(self.llm_filter).__name__}")
+        if self.mmr is not None and not isinstance(self.mmr, Selector):
+            raise ConfigError(f"mmr must be an MMRSelector, got {type(self.mmr).__name__}")
+
+    def _parts(self) -> list[Any]:
+        return [self.llm_filter]
+
+    def _pre(self, state: WorkingState) -> list[Hit] | None:
+        if not state.retrieved:
+            state.selected = []
+            state.trace.append("filter: skipped (nothing retrieved)")
+            return None
+        hits = list(state.retrieved)
+        if self.min_score is not None:
+            hits = ScoreThreshold(self.min_score).select(state.question, hits, len(hits))
+        if self.mmr is not None and hits:
+            hits = self.mmr.select(state.question, hits, len(hits))
+        return hits
+
+    def _post(self, state: WorkingState, hits: list[Hit]) -> WorkingState:
+        state.selected = rerank(hits[:self.max_items], None, "filter")
+        state.trace.append(f"filter: kept {len(state.selected)} of {len(state.retrieved)}")
+        return state
+
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        hits = self._pre(state)
+        if hits is None:
+            return state
+        if self.llm_filter is not None and hits:
+            hits = self.llm_filter.select(state.question, hits, self.max_items)
+        return self._post(state, hits)
+
+    async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
+        hits = self._pre(state)
+        if hits is None:
+            return state
+        if self.llm_filter is not None and hits:
+            aselect = getattr(self.llm_filter, "aselect", None)
+            if callable(aselect):
+                hits = await aselect(state.question, hits, self.max_items)
+            else:
+                hits = self.llm_filter.select(state.question, hits, self.max_items)
+        return self._post(state, hits)
+
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant with a memory of earlier conversations. Use the memories "
+    "below when they help. If they contradict each other, trust the newest and most specific "
+    "one, and say so if it matters.")
+MEMORY_HEADER = "Relevant memories (oldest first):"
+
+
+class Load(Step):
+    """Assemble the context: system prompt, the selected memories as one marked system
+    message (``MEMORY_HEADER``, one ``- [date] content`` line each, oldest first; the date
+    is the memory's UTC day when ``include_dates``), the short-term messages (summary and
+    turns), and the question as the final user message. ``token_count`` uses
+    ``token_counter`` (memlab's default counter when None)."""
+
+    def __init__(self, system_prompt: str = DEFAULT_SYSTEM_PROMPT, include_dates: bool = True,
+                 token_counter: Any = None):
+        self.system_prompt = system_prompt
+        self.include_dates = include_dates
+        self.token_counter = token_counter
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        self._counter = resolve_counter(self.token_counter)
+
+    def memory_message(self, hits: list[Hit]) -> dict[str, Any] | None:
+        if not hits:
+            return None
+        lines = [MEMORY_HEADER]
+        for h in sorted(hits, key=lambda h: (h.record.timestamp, h.rank)):
+            date = ""
+            if self.include_dates and h.record.timestamp > 0:
+                day = _dt.datetime.fromtimestamp(h.record.timestamp, _dt.timezone.utc).date()
+                date = f"[{day.isoformat()}] "
+            lines.append(f"- {date}{' '.join(h.record.content.split())}")
+        return {"role": "system", "content": "\n".join(lines)}
+
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        messages: list[dict[str, Any]] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        memory = self.memory_message(state.selected)
+        if memory is not None:
+            messages.append(memory)
+        short = layers.short_term.records()
+        messages += [r.to_openai() for r in short]
+        messages.append({"role": "user", "content": state.question})
+        record_ids = [h.id for h in state.selected] + [r.id for r in short]
+        sources = [s for h in state.selected for s in h.record.source_ids]
+        sources += [s for r in short for s in r.source_ids]
+        state.messages = messages
+        state.context = Context(messages=messages, token_count=int(self._counter.count_messages(messages)),
+                                record_ids=record_ids, source_ids=list(dict.fromkeys(sources)))
+        state.trace.append(f"load: {len(messages)} message(s), {state.context.token_count} tokens")
+        return state
+
+
+class Answer(UsesLLM, Step):
+    """Generate the reply from the loaded messages with ``llm`` (``max_tokens`` caps it)."""
+
+    def __init__(self, llm: LLM, max_tokens: int | None = None):
+        self.llm = llm
+        self.max_tokens = max_tokens
+
+    def _params(self) -> dict[str, Any]:
+        return {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
+
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        state.answer = self._call(self.llm, state.messages, **self._params()).text
+        state.trace.append("answer")
+        return state
+
+    async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
+        state.answer = (await self._acall(self.llm, state.messages, **self._params())).text
+        state.trace.append("answer")
+        return state
+
+
+class Update(Step):
+    """Take in a turn: append it to short-term memory, archive folded turns, extract memories.
+
+    - Every turn goes to short-term memory (which may fold old turns into its summary).
+    - With ``archive_summaries``, each folded chunk is also stored in long-term memory as
+      an ``event_summary`` (the short-term summariser's summary of that chunk alone,
+      ``source_ids`` = the turns it draws on, timestamp = the chunk's newest turn).
+    - Turns wait in a buffer; every ``extract_every`` turns (and on ``flush``) the
+      extractor reads the buffer and its memories are added to long-term memory, each
+      timestamped with its newest source turn (``source_session`` from that turn's
+      ``metadata["session_id"]`` or ``["session"]``).
+    """
+
+    def __init__(self, extract_every: int = 1, archive_summaries: bool = True):
+        self.extract_every = extract_every
+        self.archive_summaries = archive_summaries
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if isinstance(self.extract_every, bool) or not isinstance(self.extract_every, int) \
+                or self.extract_every < 1:
+            raise ConfigError(f"extract_every must be an int >= 1, got {self.extract_every!r}")
+        self.reset_state()
+
+    def reset_state(self) -> None:
+        self._pending: list[MemoryRecord] = []
+        self._exchanges = 0
+
+    @property
+    def pending(self) -> list[MemoryRecord]:
+        """Turns not yet read by the extractor."""
+        return list(self._pending)
+
+    # -- sync ------------------------------------------------------------------------
+    def observe(self, record: MemoryRecord, layers: Layers) -> list[MemoryRecord]:
+        """Take in one turn; returns the long-term memories written because of it."""
+        layers.short_term.add(record)
+        written: list[MemoryRecord] = []
+        for chunk in self._chunks(layers):
+            text, sources = layers.short_term.resolved_summarizer.summarize_with_sources(chunk)
+            written += self._archive(layers, chunk, text, sources)
+        self._pending.append(record)
+        if len(self._pending) >= self.extract_every:
+            written += self.flush(layers)
+        return written
+
+    def flush(self, layers: Layers) -> list[MemoryRecord]:
+        """Extract from the buffered turns now; returns the memories written."""
+        if not self._pending:
+            return []
+        batch, self._pending = self._pending, []
+        return self._store(layers, batch, layers.extractor.extract(batch))
+
+    # -- async -----------------------------------------------------------------------
+    async def aobserve(self, record: MemoryRecord, layers: Layers) -> list[MemoryRecord]:
+        await layers.short_term.aadd(record)
+        written: list[MemoryRecord] = []
+        for chunk in self._chunks(layers):
+            text, sources = await layers.short_term.resolved_summarizer.asummarize_with_sources(chunk)
+            written += self._archive(layers, chunk, text, sources)
+        self._pending.append(record)
+        if len(self._pending) >= self.extract_every:
+            written += await self.aflush(layers)
+        return written
+
+    async def aflush(self, layers: Layers) -> list[MemoryRecord]:
+        if not self._pending:
+            return []
+        batch, self._pending = self._pending, []
+        return self._store(layers, batch, await layers.extractor.aextract(batch))
+
+    # -- pipeline mode ------------------------------------------------------------------
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        for record in self._exchange(state):
+            state.new_memories += self.observe(record, layers)
+        return self._traced(state)
+
+    async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
+        for record in self._exchange(state):
+            state.new_memories += await self.aobserve(record, layers)
+        return self._traced(state)
+
+    @staticmethod
+    def _traced(state: WorkingState) -> WorkingState:
+        n = len(state.new_memories)
+        state.trace.append(f"update: {n} new memor{'y' if n == 1 else 'ies'}")
+        return state
+
+    def _exchange(self, state: WorkingState) -> list[MemoryRecord]:
+        # ids are numbered, not random, so that a replayed conversation is identical
+        self._exchanges += 1
+        t = float(state.now) if state.now is not None else 0.0
+        turns = [MemoryRecord(role=Role.USER, content=state.question, timestamp=t,
+                              id=f"exchange-{self._exchanges}-user")]
+        if state.answer is not None:
+            turns.append(MemoryRecord(role=Role.ASSISTANT, content=state.answer, timestamp=t,
+                                      id=f"exchange-{self._exchanges}-assistant"))
+        return turns
+
+    # -- helpers -----------------------------------------------------------------------
+    def _chunks(self, layers: Layers) -> list[list[MemoryRecord]]:
+        chunks = layers.short_term.drain_folded()
+        return chunks if self.archive_summaries else []
+
+    @staticmethod
+    def _archive(layers: Layers, chunk: list[MemoryRecord], text: str, sources: list[str]) -> list[MemoryRecord]:
+        if not text.strip():
+            return []
+        newest = max(chunk, key=lambda r: r.timestamp)
+        sources = sources or [s for r in chunk for s in r.source_ids]
+        return layers.long_term.add_many(
+            [{"content": text, "memory_type": "event_summary", "source_ids": sources}],
+            user_id=layers.user_id, source_session=_session(newest), timestamp=newest.timestamp)
+
+    @staticmethod
+    def _store(layers: Layers, batch: list[MemoryRecord], items: list[Any]) -> list[MemoryRecord]:
+        """All of one extraction's memories in one transaction, each timed by its newest turn."""
+        if not items:
+            return []
+        by_source = {s: r for r in batch for s in r.source_ids}
+        rows = []
+        for item in items:
+            turns = [by_source[s] for s in item.source_ids if s in by_source] or [batch[-1]]
+            newest = max(turns, key=lambda r: r.timestamp)
+            rows.append({**item.to_dict(), "timestamp": newest.timestamp,
+                         "source_session": _session(newest)})
+        return layers.long_term.add_many(rows, user_id=layers.user_id)
+
+
+def _session(record: MemoryRecord) -> str:
+    return str(record.metadata.get("session_id", record.metadata.get("session", "")) or "")

@@ -1,0 +1,185 @@
+"""LayeredMemory as a Strategy: offline by default, through the loopback server with an LLM."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from memlab.base import ConfigError
+from memlab.llm import OfflineLLM
+from memlab.memories.layered import (Answer, LayeredMemory, LongTermMemory, MultiQueryExpander, Retrieve,
+                                     ShortTermMemory, Update)
+from memlab.records import MemoryRecord
+from memlab.strategies.base import Context, registry
+from memlab.testing import check_strategy
+from memlab.tokens import ApproxTokenCounter, TiktokenCounter
+
+T0 = 1_700_000_000.0
+DIALOGUE = [
+    ("user", "Hi! My name is Ann and I live in Paris."),
+    ("assistant", "Nice to meet you, Ann."),
+    ("user", "I love coffee, especially in the morning."),
+    ("assistant", "Coffee lovers unite."),
+    ("user", "My dog's name is Rex and he is 3 years old."),
+    ("assistant", "Rex sounds lovely."),
+    ("user", "Actually I switched to green tea last month."),
+    ("assistant", "Green tea it is."),
+    ("user", "We agreed that you remind me about the dentist on Friday."),
+    ("assistant", "I will remind you on Friday."),
+]
+
+
+def records(dialogue=DIALOGUE, session="S1"):
+    return [MemoryRecord(role, text, id=f"D1:{i}", timestamp=T0 + 60.0 * i,
+                         metadata={"session_id": session, "speaker": "Ann" if role == "user" else "Bot"})
+            for i, (role, text) in enumerate(dialogue, 1)]
+
+
+def fed(strategy: LayeredMemory) -> LayeredMemory:
+    for r in records():
+        strategy.observe(r)
+    return strategy
+
+
+def small_short_term() -> ShortTermMemory:
+    return ShortTermMemory(max_turns=4, keep_recent=2, token_counter=ApproxTokenCounter())
+
+
+def test_passes_the_generic_strategy_checks():
+    assert isinstance(registry.get("layered"), LayeredMemory)
+    check_strategy(LayeredMemory())
+    check_strategy(LayeredMemory(llm=OfflineLLM(token_counter=ApproxTokenCounter()),
+                                 short_term=small_short_term()))
+
+
+def test_replay_retrieve_names_dialogue_turns_and_handles_conflicts():
+    m = fed(LayeredMemory(short_term=small_short_term()))
+    hits = m.retrieve("What does Ann drink? coffee or tea", 5)
+    contents = [h.record.content for h in hits]
+    assert contents[0] == "Ann switched to green tea last month"
+    assert "Ann loves coffee" not in contents  # superseded, kept as outdated
+    outdated = [r for r in m.layers.long_term.records() if r.metadata["status"] == "outdated"]
+    assert [r.content for r in outdated] == ["Ann loves coffee"]
+    assert hits[0].memory_record.metadata["source_ids"] == ["D1:7"]
+    assert all(set(h.memory_record.source_ids) <= {f"D1:{i}" for i in range(1, 11)} for h in hits)
+    types = {r.metadata["memory_type"] for r in m.layers.long_term.records()}
+    assert types == {"fact", "preference", "event_summary"}
+    assert m.layers.long_term.get(hits[0].id).metadata["access_count"] == 0  # retrieve does not reinforce
+
+
+def test_build_context_loads_memories_summary_and_recent_turns():
+    m = fed(LayeredMemory(short_term=small_short_term()))
+    ctx = m.build_context("Where does Ann live?")
+    assert isinstance(ctx, Context)
+    roles = [msg["role"] for msg in ctx.messages]
+    assert roles[:2] == ["system", "system"] and roles[-1] == "user"
+    assert ctx.messages[1]["content"].startswith("Relevant memories")
+    assert "Ann lives in Paris" in ctx.messages[1]["content"]
+    assert ctx.messages[2]["content"].startswith("[Summary of the earlier conversation]")
+    assert ctx.messages[-3:-1] == [{"role": "user", "content": DIALOGUE[8][1]},
+                                   {"role": "assistant", "content": DIALOGUE[9][1]}]
+    assert ctx.messages[-1] == {"role": "user", "content": "Where does Ann live?"}
+    assert "D1:1" in ctx.source_ids and "D1:10" in ctx.source_ids
+    assert ctx.token_count == TiktokenCounter().count_messages(ctx.messages)  # Load's default counter
+    state = m.last_state
+    assert state.trace[0].startswith("retrieve:") and state.trace[1].startswith("filter: kept")
+    paris = next(h for h in state.selected if h.record.content == "Ann lives in Paris")
+    assert m.layers.long_term.get(paris.id).metadata["access_count"] == 1  # used memories are reinforced
+    mon = m.monitoring()
+    assert mon["probes"] == 1 and mon["selected"] == len(state.selected) and mon["long_term_outdated"] == 1
+
+
+def test_memoised_retrieval_and_llm_usage_through_loopback(server, chat_llm):
+    m = LayeredMemory(llm=chat_llm, short_term=small_short_term(),
+                      retrieve_step=Retrieve(expander=MultiQueryExpander(chat_llm, n=2)),
+                      update_step=Update(extract_every=5))
+    server.enqueue_fault(429, headers={"Retry-After": "0.01"})  # the first call is rate limited once
+    fed(m)
+    assert len(m.layers.long_term) > 0
+    m.retrieve("Where does Ann live?", 5)
+    m.build_context("Where does Ann live?")
+    tasks = [r["body"]["messages"][0]["content"].split("\n", 1)[0] for r in server.requests]
+    assert tasks.count("memlab-task: expand") == 1      # retrieve + build_context expand once
+    assert tasks.count("memlab-task: filter") == 1
+    assert tasks.count("memlab-task: extract") == 2 + 1  # every 5 turns; +1 retried attempt
+    usage = m.llm_usage()
+    assert usage["calls"] == len(server.requests) - 1
+    by_step = m.usage_by_step()
+    assert sum(u["prompt_tokens"] for u in by_step.values()) == usage["prompt_tokens"]
+    assert by_step["retrieve"]["calls"] == 1 and by_step["filter"]["calls"] == 1
+    # loopback usage = whitespace words of every answered request
+    answered = server.requests[1:]
+    assert usage["prompt_tokens"] == sum(sum(len(str(x["content"]).split()) for x in r["body"]["messages"])
+                                         for r in answered)
+    m.reset()
+    assert m.llm_usage() == {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "cached_calls": 0}
+    assert m.retrieve("Where does Ann live?", 5) == []
+
+
+def test_respond_runs_the_whole_loop(server, chat_llm):
+    m = LayeredMemory(answer_step=Answer(chat_llm), short_term=small_short_term())
+    fed(m)
+    state = m.respond("Where does Ann live?", now=T0 + 3600)
+    assert state.answer == "Ann lives in Paris"
+    assert [(t.id, t.content) for t in m.layers.short_term.turns][-2:] == [
+        ("exchange-1-user", "Where does Ann live?"), ("exchange-1-assistant", "Ann lives in Paris")]
+    assert state.trace[-2:] == ["answer", "update: 1 new memory"]  # the fold archived a summary
+    assert m.llm_usage()["calls"] == 1
+    silent = LayeredMemory()
+    assert silent.respond("I live in Oslo.").answer is None
+    assert [r.content for r in silent.layers.long_term.records()] == ["User lives in Oslo"]
+
+
+def test_async_api_gives_the_same_results(server, chat_llm):
+    def make():
+        return LayeredMemory(llm=chat_llm, short_term=small_short_term(), answer_step=Answer(chat_llm))
+
+    sync, asy = fed(make()), make()
+
+    async def run():
+        for r in records():
+            await asy.aobserve(r)
+        hits = await asy.aretrieve("Where does Ann live?", 3)
+        ctx = await asy.abuild_context("What does Ann drink?")
+        state = await asy.arespond("Who is Rex?", now=T0 + 7200)
+        return hits, ctx, state
+
+    hits, ctx, state = asyncio.run(run())
+    assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in sync.retrieve("Where does Ann live?", 3)]
+    assert ctx.messages == sync.build_context("What does Ann drink?").messages
+    assert state.answer == sync.respond("Who is Rex?", now=T0 + 7200).answer
+    assert asy.llm_usage() == sync.llm_usage()
+
+
+def test_user_scoping_and_cross_session_memory(tmp_path):
+    path = str(tmp_path / "ltm.sqlite")
+    ann = LayeredMemory(long_term=LongTermMemory(path=path), user_id="ann")
+    fed(ann)
+    ann.layers.long_term.close()
+    later = LayeredMemory(long_term=LongTermMemory(path=path), user_id="ann")  # a new session
+    assert later.retrieve("Ann Paris", 1)[0].record.content == "Ann lives in Paris"
+    assert later.retrieve("Ann Paris", 1)[0].record.metadata["user_id"] == "ann"
+    stranger = LayeredMemory(long_term=LongTermMemory(path=path), user_id="bob")
+    assert stranger.retrieve("Ann Paris", 3) == []
+    scoped = LayeredMemory(long_term=LongTermMemory(path=path), where={"memory_type": "preference"})
+    assert {h.record.metadata["memory_type"] for h in scoped.retrieve("Ann tea coffee Paris", 5)} == {"preference"}
+
+
+def test_chinese_dialogue():
+    m = LayeredMemory()
+    for i, text in enumerate(["我叫张三。我住在北京。", "我喜欢喝咖啡", "我现在改喝茶了"]):
+        m.observe(MemoryRecord("user", text, id=f"Z{i}", timestamp=T0 + i))
+    assert [h.record.content for h in m.retrieve("用户喝什么茶", 1)] == ["用户现在改喝茶"]
+    assert m.layers.long_term.count("outdated") == 1
+
+
+def test_configuration_errors_and_params():
+    with pytest.raises(ConfigError, match="short_term must be a ShortTermMemory or None, got str"):
+        LayeredMemory(short_term="window")
+    with pytest.raises(ConfigError, match="llm must be an LLM"):
+        LayeredMemory(llm="gpt-4o")
+    m = LayeredMemory(update_step=Update(extract_every=3))
+    assert m.get_params()["update_step__extract_every"] == 3
+    m.set_params(update_step__extract_every=4)
+    assert m.steps["update"].extract_every == 4 and m.steps["answer"] is None

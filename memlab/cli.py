@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--categories", default=None, help="comma-separated probe categories to keep")
     e.add_argument("--n-jobs", type=int, default=1, help="dialogues replayed in parallel (joblib)")
     e.add_argument("--output", default=None, help="also save per-probe rows (.parquet or .csv)")
+    e.add_argument("--answer-llm", choices=["offline", "openai"], default=None,
+                   help="also answer each probe from its context and score token F1 "
+                        "(openai: MEMLAB_LLM_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY)")
+    e.add_argument("--judge-llm", choices=["offline", "openai"], default=None,
+                   help="also label answers CORRECT/WRONG with an LLM judge (needs --answer-llm)")
     e.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE.py",
                    help="a Python file that registers strategies; repeatable")
     s = sub.add_parser("sweep", help="run a sweep file: results table, summary and plots")
@@ -89,10 +94,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.categories:
         dataset = dataset.subset(categories=[c.strip() for c in args.categories.split(",")])
     strategy = get(args.strategy, **parse_set(args.sets))
+    answerer = judge = None
+    if args.judge_llm and not args.answer_llm:
+        raise _UsageError("memlab eval: --judge-llm needs --answer-llm")
+    if args.answer_llm:
+        from .eval.answers import Answerer, LLMJudge
+        from .strategies.builtins import make_llm
+
+        answerer = Answerer(make_llm(args.answer_llm))
+        judge = LLMJudge(make_llm(args.judge_llm)) if args.judge_llm else None
     ks = sorted({1, args.k})
     start = time.perf_counter()
     rows = replay(strategy, dataset, ks=ks, k_max=args.k, label=args.strategy, n_jobs=args.n_jobs,
-                  progress=not args.json)
+                  progress=not args.json, answerer=answerer, judge=judge)
     seconds = time.perf_counter() - start
     if args.output:
         save_results(rows, args.output)
@@ -105,7 +119,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     }
     for name in (f"hit_rate@{k}", f"recall@{k}", f"recall_all@{k}", f"relevance_ratio@{k}", f"ndcg@{k}",
                  "mrr", "context_hit_rate", "context_recall", "context_relevance_ratio",
-                 "context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms"):
+                 "context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms",
+                 "answer_f1", "judge_correct", "answer_prompt_tokens", "answer_completion_tokens"):
         if name in summary:
             result[name] = _num(summary[name])
     result["params"] = {k: v for k, v in rows.iloc[0].items() if str(k).startswith("param:")} if len(rows) else {}
@@ -133,7 +148,7 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
           f"({result['n_dialogues']} dialogues, {result['n_probes']} probes, {result['n_scored']} scored, "
           f"{result['seconds']} s)")
     for name, value in result.items():
-        if "@" in name or name.startswith("context_") or name in ("mrr",) or name.startswith("llm_"):
+        if "@" in name or name.startswith(("context_", "llm_", "answer_")) or name in ("mrr", "judge_correct"):
             print(f"  {name:<26} {value:.4f}" if isinstance(value, float) else f"  {name:<26} {value}")
     if "category" in rows and rows["category"].notna().any():
         cols = [c for c in (f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")

@@ -34,7 +34,8 @@ from .metrics import compute_metrics
 PARAM_PREFIX = "param:"
 
 
-def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10) -> list[dict[str, Any]]:
+def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
+                    answerer: Any = None, judge: Any = None) -> list[dict[str, Any]]:
     """Rows for one dialogue. ``strategy`` is reset first and used in place."""
     strategy.reset()
     rows: list[dict[str, Any]] = []
@@ -71,17 +72,47 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10) -> 
             "latency_ms": latency,
         })
         charged = usage
+        if answerer is not None:
+            rows[-1].update(_answer_columns(answerer, judge, context.messages, probe))  # type: ignore[arg-type]
     return rows
 
 
-def _replay_one(strategy: Strategy, dialogue: Dialogue, k_max: int) -> list[dict[str, Any]]:
-    return replay_dialogue(strategy.clone(), dialogue, k_max)
+def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], probe: Any) -> dict[str, Any]:
+    """prediction, answer_f1 and judge_correct (NaN without a gold answer or a judge), with their tokens."""
+    from .answers import token_f1
+
+    completion = answerer.answer(messages, probe.query)
+    gold = probe.answer
+    out: dict[str, Any] = {
+        "prediction": completion.text,
+        "answer_f1": token_f1(completion.text, gold) if gold is not None else float("nan"),
+        "judge_correct": float("nan"),
+        "answer_prompt_tokens": completion.prompt_tokens,
+        "answer_completion_tokens": completion.completion_tokens,
+        "judge_tokens": 0,
+    }
+    if judge is not None and gold is not None:
+        score, verdict = judge.judge(probe.query, gold, completion.text)
+        out["judge_correct"] = score
+        out["judge_tokens"] = verdict.prompt_tokens + verdict.completion_tokens
+    return out
+
+
+def _replay_one(strategy: Strategy, dialogue: Dialogue, k_max: int, answerer: Any = None,
+                judge: Any = None) -> list[dict[str, Any]]:
+    return replay_dialogue(strategy.clone(), dialogue, k_max, answerer, judge)
 
 
 def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequence[int] = (1, 5, 10),
            label: str | None = None, n_jobs: int = 1, progress: bool = False,
-           provenance: dict[str, Any] | None = None) -> pd.DataFrame:
+           provenance: dict[str, Any] | None = None, answerer: Any = None,
+           judge: Any = None) -> pd.DataFrame:
     """Replay every dialogue of ``dataset``; a tidy DataFrame, one row per probe, with metrics.
+
+    With an ``answerer`` (``memlab.eval.answers.Answerer``) each probe is also answered from
+    its built context and scored by token F1 against the gold answer (``answer_f1``), and,
+    with a ``judge`` (``LLMJudge``), by the judge (``judge_correct``: 1.0 / 0.0). Answer
+    tokens are counted apart from the strategy's own (``answer_*_tokens``, ``judge_tokens``).
 
     ``n_jobs`` > 1 replays dialogues in parallel with joblib (each worker gets a clone);
     any joblib backend works, e.g. ``with joblib.parallel_config(backend="dask"): ...``.
@@ -98,13 +129,14 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
             from tqdm.auto import tqdm
 
             it = tqdm(dialogues, desc=label or type(strategy).__name__, unit="dialogue")
-        per_dialogue = [_replay_one(strategy, d, k_max) for d in it]
+        per_dialogue = [_replay_one(strategy, d, k_max, answerer, judge) for d in it]
     else:
         from joblib import Parallel, delayed
 
-        per_dialogue = Parallel(n_jobs=n_jobs)(delayed(_replay_one)(strategy, d, k_max) for d in dialogues)
+        per_dialogue = Parallel(n_jobs=n_jobs)(delayed(_replay_one)(strategy, d, k_max, answerer, judge)
+                                               for d in dialogues)
     rows = [row for rows in per_dialogue for row in rows]
-    frame = pd.DataFrame(rows, columns=_ROW_COLUMNS)
+    frame = pd.DataFrame(rows, columns=_ROW_COLUMNS + (_ANSWER_COLUMNS if answerer is not None else []))
     frame.insert(0, "strategy", label or strategy_label(strategy))
     frame = compute_metrics(frame, ks=ks)
     return add_configuration(frame, strategy, dataset, provenance)
@@ -114,6 +146,10 @@ _ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold"
                 "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
                 "context_ids", "context_record_ids", "context_tokens", "llm_prompt_tokens",
                 "llm_completion_tokens", "llm_calls", "latency_ms"]
+
+
+_ANSWER_COLUMNS = ["prediction", "answer_f1", "judge_correct", "answer_prompt_tokens",
+                   "answer_completion_tokens", "judge_tokens"]
 
 
 def strategy_label(strategy: Strategy) -> str:

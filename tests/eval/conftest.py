@@ -28,7 +28,7 @@ def tiny_doc():
                 {"id": "p_mid", "after_turn": "t1", "query": "What does Maya drink every morning?",
                  "evidence": ["t1"], "category": "single-hop"},
                 {"id": "p_end", "after_turn": None, "query": "What is the cat called?",
-                 "evidence": ["t5"], "category": "single-hop"},
+                 "evidence": ["t5"], "answer": "Miso", "category": "single-hop"},
                 {"id": "p_none", "after_turn": None, "query": "What is her favourite film?",
                  "evidence": [], "category": "unanswerable"},
              ]},
@@ -40,7 +40,7 @@ def tiny_doc():
                 ]}],
              "probes": [
                 {"id": "p1", "after_turn": None, "query": "What is the budget in euros?",
-                 "evidence": ["t3"], "category": "single-hop"},
+                 "evidence": ["t3"], "answer": "900 euros", "category": "single-hop"},
              ]},
         ],
     }

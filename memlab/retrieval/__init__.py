@@ -1,0 +1,46 @@
+"""Retrieval: tokenizers, BM25, vector and hybrid retrievers, fusion, expansion, decay,
+selection, conflicts and metadata filters.
+
+Names are imported lazily: ``memlab.storage.vector`` imports ``retrieval.filters``, and
+the vector retriever imports the storage package, so eager imports here would be circular.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "Where": "filters", "matches": "filters", "validate_where": "filters",
+    "to_chroma_where": "filters", "filter_view": "filters",
+    "Tokenizer": "tokenize", "porter_stem": "tokenize", "ENGLISH_STOPWORDS": "tokenize",
+    "Retriever": "base",
+    "BM25Retriever": "bm25",
+    "VectorRetriever": "vector",
+    "rrf": "fusion", "weighted_sum": "fusion", "normalize_scores": "fusion",
+    "Fusion": "fusion", "RRF": "fusion", "WeightedSum": "fusion",
+    "HybridRetriever": "hybrid",
+    "QueryExpander": "expansion", "PseudoRelevanceFeedback": "expansion",
+    "ExpansionRetriever": "expansion",
+    "DecayRetriever": "decay_retriever",
+    "Selector": "selection", "mmr": "selection", "MMRSelector": "selection",
+    "ScoreThreshold": "selection", "merge_near_duplicates": "selection",
+    "NearDuplicateMerger": "selection",
+    "ConflictResolver": "conflicts", "ExcludeOutdated": "conflicts",
+    "is_outdated": "conflicts", "exclude_outdated": "conflicts",
+}
+
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 (a list, built from _EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memlab.retrieval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

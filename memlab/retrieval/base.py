@@ -1,0 +1,187 @@
+"""The retriever interface shared by BM25, vector, hybrid and wrapper retrievers.
+
+Contract of ``search(query, k, *, where, now)``:
+
+- at most ``k`` hits, best first, ``rank`` 1..n, scores non-increasing;
+- ties broken by insertion order, the earlier-added record first (re-adding an id
+  moves it to the end, like an upsert into a vector store);
+- ``hit.components[retriever.name] == {"score": s, "rank": r}`` (wrappers keep the
+  components of the retriever they wrap and add their own);
+- ``where`` is a filter (see ``memlab.retrieval.filters``) evaluated against
+  ``filter_view(record)``: scalar metadata plus ``role``, ``agent_id``, ``timestamp``
+  and ``id``, the built-ins winning; the same meaning on every retriever;
+- an empty index, an empty query, or ``k == 0`` give ``[]``, never an exception.
+
+Every retriever keeps the records it was given (by reference) for ``get_record``.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from ..base import Component, ConfigError, MemlabError
+from ..records import Hit, MemoryRecord
+from .filters import Where, validate_where
+
+
+class Retriever(Component):
+    """Base class: record bookkeeping here, indexing in ``_add``/``_remove``/``_clear``."""
+
+    #: Short label used as the key of ``Hit.components``.
+    name: ClassVar[str] = "retriever"
+
+    def __init__(self) -> None:
+        self._records: dict[str, MemoryRecord] = {}
+        self._position: dict[str, int] = {}
+        self._next_position = 0
+        self._newest_timestamp: float | None = None
+
+    # -- subclass hooks -------------------------------------------------------------
+    @abstractmethod
+    def _add(self, records: list[MemoryRecord]) -> None:
+        """Index ``records``; their ids are new to this retriever."""
+
+    @abstractmethod
+    def _remove(self, ids: list[str]) -> None:
+        """Drop ``ids`` (all known to this retriever) from the index."""
+
+    @abstractmethod
+    def _clear(self) -> None:
+        """Drop the whole index."""
+
+    @abstractmethod
+    def search(self, query: str, k: int = 5, *, where: Where | None = None,
+               now: float | None = None) -> list[Hit]:
+        """At most ``k`` hits, best first (see the module docstring for the contract)."""
+
+    # -- public bookkeeping ---------------------------------------------------------
+    def add(self, records: Iterable[MemoryRecord]) -> None:
+        """Index ``records``; an id already present is replaced (and moves to the end)."""
+        records = list(records)
+        seen: set[str] = set()
+        for record in records:
+            if not isinstance(record, MemoryRecord):
+                raise MemlabError(f"{type(self).__name__}.add expects MemoryRecord objects, "
+                                  f"got {type(record).__name__}")
+            if record.id in seen:
+                raise MemlabError(f"ids passed to add must be unique, got {record.id!r} twice")
+            seen.add(record.id)
+        if not records:
+            return
+        existing = [r.id for r in records if r.id in self._records]
+        if existing:
+            self.remove(existing)
+        self._register(records)
+        self._add(records)
+
+    def _register(self, records: list[MemoryRecord]) -> None:
+        """Bookkeeping only: keep the records and give them insertion positions."""
+        for record in records:
+            self._records[record.id] = record
+            self._position[record.id] = self._next_position
+            self._next_position += 1
+            if self._newest_timestamp is None or record.timestamp > self._newest_timestamp:
+                self._newest_timestamp = record.timestamp
+
+    def _sync(self, children: Sequence[Retriever]) -> None:
+        """Keep a wrapper and the retrievers it wraps holding the same records.
+
+        The wrapper first takes over records a child already holds (wrapping a filled
+        retriever; ``_adopted`` is told), then every child receives the records it lacks
+        (a child swapped in by ``set_params``, or the other children of a hybrid).
+        """
+        for child in children:
+            new = [r for r in child.records() if r.id not in self._records]
+            if new:
+                self._register(new)
+                self._adopted(new)
+        records = self.records()
+        for child in children:
+            missing = [r for r in records if r.id not in child]
+            if missing:
+                child.add(missing)
+
+    def _adopted(self, records: list[MemoryRecord]) -> None:
+        """Hook: ``records`` were taken over from a wrapped retriever."""
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Forget ``ids``; unknown ids are ignored."""
+        known = list(dict.fromkeys(i for i in map(str, ids) if i in self._records))
+        if not known:
+            return
+        self._remove(known)
+        for i in known:
+            del self._records[i]
+            del self._position[i]
+
+    def reset(self) -> None:
+        """Forget every record; the configuration stays."""
+        self._records.clear()
+        self._position.clear()
+        self._next_position = 0
+        self._newest_timestamp = None
+        self._clear()
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __contains__(self, id: object) -> bool:
+        return str(id) in self._records
+
+    def get_record(self, id: str) -> MemoryRecord:
+        """The record added under ``id``; KeyError if there is none."""
+        try:
+            return self._records[str(id)]
+        except KeyError:
+            raise KeyError(f"{type(self).__name__} has no record with id {id!r}") from None
+
+    def records(self) -> list[MemoryRecord]:
+        """Every record, in insertion order."""
+        return list(self._records.values())
+
+    def position(self, id: str) -> int:
+        """Insertion sequence number of ``id`` (smaller = added earlier), for tie-breaking."""
+        return self._position[str(id)]
+
+    @property
+    def newest_timestamp(self) -> float | None:
+        """The largest ``record.timestamp`` ever added (dialogue time), None before any add."""
+        return self._newest_timestamp
+
+    # -- helpers for subclasses -----------------------------------------------------
+    @staticmethod
+    def _check_search(k: Any, where: Where | None) -> int:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise MemlabError(f"k must be a non-negative int, got {k!r}")
+        validate_where(where)
+        return k
+
+    def _order(self, scored: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Known ids sorted by score (desc), ties by insertion order; unknown ids dropped."""
+        pos = self._position
+        known = [(i, float(s)) for i, s in scored if i in pos]
+        known.sort(key=lambda p: (-p[1], pos[p[0]]))
+        return known
+
+    def _hits(self, ranked: Sequence[tuple[str, float]],
+              components: Sequence[dict[str, dict[str, float]]] | None = None,
+              extra: Sequence[dict[str, float]] | None = None) -> list[Hit]:
+        """Hits for ``ranked`` (already ordered), with ``components[self.name]`` set."""
+        records, name = self._records, self.name
+        hits = []
+        for n, (i, score) in enumerate(ranked):
+            record = records[i]
+            own: dict[str, float] = {"score": score, "rank": n + 1}
+            if extra:
+                own.update(extra[n])
+            comps = dict(components[n]) if components else {}
+            comps[name] = own
+            hits.append(Hit(record, score, record.timestamp, n + 1, comps))
+        return hits
+
+def check_candidates(candidates: object) -> None:
+    """``candidates`` (how many hits a wrapper asks its children for) must be a positive int."""
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+        raise ConfigError(f"candidates must be a positive int, got {candidates!r}")

@@ -1,0 +1,176 @@
+"""Time-aware retrieval: re-score any retriever's hits by a forgetting curve, reinforce, forget."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..base import ConfigError
+from ..decay import Clock, DecayModel, Ebbinghaus
+from ..records import Hit, MemoryRecord
+from .base import Retriever, check_candidates
+from .filters import Where
+from .fusion import normalize_scores
+
+COMBINE_MODES = ("multiply", "add", "weighted")
+REINFORCE_MODES = ("returned", "none")
+
+
+class DecayRetriever(Retriever):
+    """Wraps ``retriever`` and weighs its relevance scores by memory retention.
+
+    Per record: ``strength`` (``decay.initial()`` at add), ``last_recall`` (the record's
+    timestamp at add) and ``access_count``. At search time, ``now`` is the explicit
+    ``now``, else ``clock.now()`` if a clock is given, else the newest record timestamp
+    seen (dialogue time). With retention ``w = decay.weight(now, last_recall, strength)``
+    and relevance ``r`` (the wrapped retriever's score), the final score is:
+
+    - ``combine="multiply"``: ``r * w``;
+    - ``combine="add"``: ``r + w`` (LangChain's time-weighted score with ``TimeWeighting``);
+    - ``combine="weighted"``: ``(1 - weight) * minmax(r) + weight * w``, min-max over the
+      candidate list (a constant list gives 1.0). ``weight`` is used by this mode only.
+
+    "multiply" and "add" assume relevance >= 0. A negative relevance (a negative cosine;
+    okapi BM25 on a tiny corpus whose average idf is negative) times a smaller retention
+    moves towards 0, so the older memory would rank higher: use "weighted" there.
+
+    The wrapped retriever is asked for ``max(k, candidates)`` hits. With
+    ``reinforce="returned"`` every returned record is reinforced: strength =
+    ``decay.reinforce(strength)``, last_recall = now, access_count + 1; with "none",
+    callers use ``reinforce_ids(ids, now)`` for what they really used (the method is not
+    called ``reinforce``: that name is the constructor parameter). With ``gc=True``
+    every search first runs ``collect_garbage(now)``, which deletes forgotten records
+    from the wrapped retriever (every child of a hybrid). ``hit.components["decay"]``
+    adds ``retention`` and ``relevance`` to score and rank.
+    """
+
+    name = "decay"
+
+    def __init__(self, retriever: Retriever, decay: DecayModel | None = None,
+                 combine: str = "multiply", weight: float = 0.5, reinforce: str = "returned",
+                 clock: Clock | None = None, gc: bool = True, candidates: int = 50):
+        super().__init__()
+        self.retriever = retriever
+        # None resolves to Ebbinghaus() so that get_params shows decay__strength_growth.
+        self.decay = decay if decay is not None else Ebbinghaus()
+        self.combine = combine
+        self.weight = weight
+        self.reinforce = reinforce
+        self.clock = clock
+        self.gc = gc
+        self.candidates = candidates
+        self._state: dict[str, list[float]] = {}
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if self.decay is None:
+            self.decay = Ebbinghaus()
+        if not isinstance(self.retriever, Retriever):
+            raise ConfigError(f"retriever must be a Retriever, got {type(self.retriever).__name__}")
+        if not isinstance(self.decay, DecayModel):
+            raise ConfigError(f"decay must be a DecayModel (Ebbinghaus, ExponentialRecency, "
+                              f"TimeWeighting), got {type(self.decay).__name__}")
+        if self.combine not in COMBINE_MODES:
+            raise ConfigError(f"combine must be one of {', '.join(COMBINE_MODES)}, got {self.combine!r}")
+        if not 0 <= self.weight <= 1:
+            raise ConfigError(f"weight must be in [0, 1], got {self.weight}")
+        if self.reinforce not in REINFORCE_MODES:
+            raise ConfigError(f"reinforce must be one of {', '.join(REINFORCE_MODES)}, got {self.reinforce!r}")
+        if self.clock is not None and not isinstance(self.clock, Clock):
+            raise ConfigError(f"clock must be None or a Clock, got {type(self.clock).__name__}")
+        check_candidates(self.candidates)
+        self._sync([self.retriever])
+
+    # -- state ------------------------------------------------------------------------
+    def _add(self, records: list[MemoryRecord]) -> None:
+        self.retriever.add(records)
+        self._adopted(records)
+
+    def _adopted(self, records: list[MemoryRecord]) -> None:
+        for r in records:
+            self._state[r.id] = [self.decay.initial(), r.timestamp, 0]
+
+    def _remove(self, ids: list[str]) -> None:
+        self.retriever.remove(ids)
+        for i in ids:
+            self._state.pop(i, None)
+
+    def _clear(self) -> None:
+        self.retriever.reset()
+        self.decay.reset()
+        self._state = {}
+
+    def memory_state(self, id: str) -> dict[str, float]:
+        """``{"strength", "last_recall", "access_count"}`` of a record."""
+        if id not in self._state:
+            raise KeyError(f"DecayRetriever has no record with id {id!r}")
+        strength, last, count = self._state[id]
+        return {"strength": strength, "last_recall": last, "access_count": int(count)}
+
+    def resolve_now(self, now: float | None = None) -> float:
+        """The explicit ``now``, else the clock's, else the newest record timestamp (0 if none)."""
+        if now is not None:
+            return float(now)
+        if self.clock is not None:
+            return float(self.clock.now())
+        return self.newest_timestamp if self.newest_timestamp is not None else 0.0
+
+    def retention(self, id: str, now: float | None = None) -> float:
+        """The record's current retention weight."""
+        strength, last, _ = self._state[id]
+        return self.decay.weight(self.resolve_now(now), last, strength)
+
+    def reinforce_ids(self, ids: Iterable[str], now: float | None = None) -> None:
+        """Recall ``ids``: strength grows, last_recall = now (never moves back), count + 1."""
+        t = self.resolve_now(now)
+        for i in ids:
+            state = self._state.get(i)
+            if state is None:
+                continue
+            state[0] = self.decay.reinforce(state[0])
+            state[1] = max(state[1], t)
+            state[2] += 1
+
+    def collect_garbage(self, now: float | None = None) -> list[str]:
+        """Delete every record the decay model forgets at ``now``; returns their ids.
+
+        Records are examined in insertion order (so a stochastic model draws in a fixed
+        order) and removed from this retriever and the wrapped one.
+        """
+        t = self.resolve_now(now)
+        doomed = []
+        for i in list(self._records):
+            strength, last, _ = self._state[i]
+            if self.decay.should_forget(self.decay.elapsed(t, last), strength):
+                doomed.append(i)
+        self.remove(doomed)
+        return doomed
+
+    # -- search -----------------------------------------------------------------------
+    def search(self, query: str, k: int = 5, *, where: Where | None = None,
+               now: float | None = None) -> list[Hit]:
+        k = self._check_search(k, where)
+        if k == 0 or not self._records:
+            return []
+        t = self.resolve_now(now)
+        if self.gc:
+            self.collect_garbage(t)
+        inner = self.retriever.search(query, max(k, self.candidates), where=where, now=t)
+        inner = [h for h in inner if h.id in self._state]
+        if not inner:
+            return []
+        relevance = [h.score for h in inner]
+        retention = [self.decay.weight(t, self._state[h.id][1], self._state[h.id][0]) for h in inner]
+        if self.combine == "multiply":
+            final = [r * w for r, w in zip(relevance, retention)]
+        elif self.combine == "add":
+            final = [r + w for r, w in zip(relevance, retention)]
+        else:
+            normed = normalize_scores(relevance, "minmax")
+            final = [(1 - self.weight) * r + self.weight * w for r, w in zip(normed, retention)]
+        info = {h.id: (h, r, w) for h, r, w in zip(inner, relevance, retention)}
+        ranked = self._order([(h.id, f) for h, f in zip(inner, final)])[:k]
+        hits = self._hits(ranked, [info[i][0].components for i, _ in ranked],
+                          [{"retention": info[i][2], "relevance": info[i][1]} for i, _ in ranked])
+        if self.reinforce == "returned":
+            self.reinforce_ids([h.id for h in hits], t)
+        return hits

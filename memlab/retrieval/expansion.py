@@ -1,0 +1,176 @@
+"""Query expansion: turn one query into several, search each, fuse the results.
+
+The interface is deliberately small so that LLM expanders (multi-query, HyDE) plug in:
+
+    class MyExpander(QueryExpander):
+        def expand(self, query, retriever, *, where=None, now=None) -> list[str]:
+            return [query, *rewrites]           # the original query first
+
+``retriever`` is what the expander may search (pseudo-relevance feedback does; an LLM
+rewriter may ignore it). ``ExpansionRetriever`` searches every returned query and fuses
+the ranked lists (RRF by default). Fusion weights, if configured, must have one entry
+per returned query.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections import Counter
+
+from ..base import Component, ConfigError
+from ..records import Hit, MemoryRecord
+from .base import Retriever, check_candidates
+from .filters import Where
+from .fusion import RRF, Fusion
+from .tokenize import Tokenizer
+
+
+class QueryExpander(Component):
+    """Makes the queries to search for one user query."""
+
+    @abstractmethod
+    def expand(self, query: str, retriever: Retriever, *, where: Where | None = None,
+               now: float | None = None) -> list[str]:
+        """Queries to search, the original ``query`` first."""
+
+
+class PseudoRelevanceFeedback(QueryExpander):
+    """RM3-style pseudo-relevance feedback, no LLM.
+
+    Search ``query`` for the top ``fb_docs`` hits H (same ``where``/``now``). With tokens
+    from ``tokenizer`` (default: lower-cased words without English stop words):
+
+    - document weight: w_d = max(s_d, 0) / sum over H of max(s, 0), or 1/|H| for every
+      document when that sum is 0 (s_d is the hit's score);
+    - feedback model: P_fb(t) = sum over d in H of w_d * tf(t, d) / |d| (|d| > 0);
+    - query model: P_q(t) = tf(t, query) / |query|;
+    - RM3 interpolation: P(t) = original_weight * P_q(t) + (1 - original_weight) * P_fb(t).
+
+    The expanded query is the ``fb_terms`` terms with the highest P(t) (ties: the term
+    seen first, reading the query, then the hits in rank order) joined by spaces, best
+    first; it includes original terms when they rank. Returns ``[query, expanded]``, or
+    just ``[query]`` when there is no hit, no term, or the expansion equals the query.
+    """
+
+    def __init__(self, fb_docs: int = 3, fb_terms: int = 10, original_weight: float = 0.5,
+                 tokenizer: Tokenizer | None = None):
+        self.fb_docs = fb_docs
+        self.fb_terms = fb_terms
+        self.original_weight = original_weight
+        # None resolves to a stop-word-free tokenizer, shown by get_params as tokenizer__*.
+        self.tokenizer = tokenizer if tokenizer is not None else Tokenizer(stopwords="english")
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if self.tokenizer is None:
+            self.tokenizer = Tokenizer(stopwords="english")
+        for pname in ("fb_docs", "fb_terms"):
+            value = getattr(self, pname)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{pname} must be a positive int, got {value!r}")
+        if not 0 <= self.original_weight <= 1:
+            raise ConfigError(f"original_weight must be in [0, 1], got {self.original_weight}")
+
+    def term_weights(self, query: str, hits: list[Hit]) -> dict[str, float]:
+        """P(t) for every term of the query and the feedback hits, in first-seen order."""
+        q_tokens = self.tokenizer(query)
+        weights: dict[str, float] = {}
+        lam = float(self.original_weight)
+        for term, tf in Counter(q_tokens).items():
+            weights[term] = lam * tf / len(q_tokens)
+        positive = [max(h.score, 0.0) for h in hits]
+        total = sum(positive)
+        doc_w = [p / total for p in positive] if total > 0 else [1.0 / len(hits)] * len(hits)
+        for h, wd in zip(hits, doc_w):
+            tokens = self.tokenizer(h.record.content)
+            if not tokens:
+                continue
+            for term, tf in Counter(tokens).items():
+                weights[term] = weights.get(term, 0.0) + (1 - lam) * wd * tf / len(tokens)
+        return weights
+
+    def expand(self, query: str, retriever: Retriever, *, where: Where | None = None,
+               now: float | None = None) -> list[str]:
+        hits = retriever.search(query, self.fb_docs, where=where, now=now)
+        if not hits:
+            return [query]
+        weights = self.term_weights(query, hits)
+        # sorted() is stable: ties keep first-seen order
+        best = sorted(weights.items(), key=lambda p: -p[1])[:self.fb_terms]
+        expanded = " ".join(t for t, w in best if w > 0)
+        if not expanded or expanded == " ".join(self.tokenizer(query)):
+            return [query]
+        return [query, expanded]
+
+
+class ExpansionRetriever(Retriever):
+    """Searches every query from ``expander`` on ``retriever`` and fuses the lists.
+
+    Each query asks for ``max(k, candidates)`` hits; the fused list (``fusion``, default
+    ``RRF()``) is re-sorted with ties by insertion order. ``hit.components`` holds
+    ``query_0`` (the original query), ``query_1``... with the score and rank each query's
+    search gave, plus ``expansion`` with the fused score and rank. Put a reinforcing
+    ``DecayRetriever`` outside this wrapper, not inside: feedback searches would
+    reinforce what they read.
+    """
+
+    name = "expansion"
+
+    def __init__(self, retriever: Retriever, expander: QueryExpander, fusion: Fusion | None = None,
+                 candidates: int = 50):
+        super().__init__()
+        self.retriever = retriever
+        self.expander = expander
+        self.fusion = fusion if fusion is not None else RRF()
+        self.candidates = candidates
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if self.fusion is None:
+            self.fusion = RRF()
+        if not isinstance(self.retriever, Retriever):
+            raise ConfigError(f"retriever must be a Retriever, got {type(self.retriever).__name__}")
+        if not isinstance(self.expander, QueryExpander):
+            raise ConfigError(f"expander must be a QueryExpander, got {type(self.expander).__name__}")
+        if not isinstance(self.fusion, Fusion):
+            raise ConfigError(f"fusion must be a Fusion (RRF, WeightedSum), got {type(self.fusion).__name__}")
+        check_candidates(self.candidates)
+        self._sync([self.retriever])
+
+    def _add(self, records: list[MemoryRecord]) -> None:
+        self.retriever.add(records)
+
+    def _remove(self, ids: list[str]) -> None:
+        self.retriever.remove(ids)
+
+    def _clear(self) -> None:
+        self.retriever.reset()
+
+    def queries(self, query: str, *, where: Where | None = None, now: float | None = None) -> list[str]:
+        """The expanded queries (original first, as the expander returns them)."""
+        queries = list(self.expander.expand(query, self.retriever, where=where, now=now))
+        if not queries or queries[0] != query:
+            raise ConfigError(f"{type(self.expander).__name__}.expand must return the original "
+                              f"query first, got {queries[:1]!r}")
+        return queries
+
+    def search(self, query: str, k: int = 5, *, where: Where | None = None,
+               now: float | None = None) -> list[Hit]:
+        k = self._check_search(k, where)
+        if k == 0 or not self._records or not query.strip():
+            return []
+        queries = self.queries(query, where=where, now=now)
+        n = max(k, self.candidates)
+        per_query = [self.retriever.search(q, n, where=where, now=now) for q in queries]
+        fused = self.fusion.fuse([[(h.id, h.score) for h in hits] for hits in per_query])
+        ranked = self._order(fused)[:k]
+        by_query = [{h.id: h for h in hits} for hits in per_query]
+        components = []
+        for i, _ in ranked:
+            comps = {}
+            for q, found in enumerate(by_query):
+                h = found.get(i)
+                if h is not None:
+                    comps[f"query_{q}"] = {"score": h.score, "rank": h.rank}
+            components.append(comps)
+        return self._hits(ranked, components)

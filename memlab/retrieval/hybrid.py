@@ -1,0 +1,94 @@
+"""Hybrid retrieval: several retrievers (BM25 + vector by default) fused into one ranking."""
+
+from __future__ import annotations
+
+from ..base import ConfigError
+from ..records import Hit, MemoryRecord
+from .base import Retriever, check_candidates
+from .bm25 import BM25Retriever
+from .filters import Where
+from .fusion import RRF, Fusion, check_weights
+from .vector import VectorRetriever
+
+
+class HybridRetriever(Retriever):
+    """Asks every child for ``candidates`` hits and fuses the lists with ``fusion``.
+
+    ``add``/``remove``/``reset`` reach every child; ``where`` and ``now`` are passed to
+    every child unchanged. ``weights`` (one per retriever, overriding ``fusion.weights``)
+    weigh the children in the fusion. The fused list is re-sorted with ties by insertion
+    order. ``hit.components`` holds, for each child that returned the record, its name
+    (``bm25``, ``vector``; a repeated name gets ``_2``, ``_3``...) mapped to its score
+    and rank, plus ``hybrid`` with the fused score and rank.
+    """
+
+    name = "hybrid"
+
+    def __init__(self, retrievers: list[Retriever] | None = None, fusion: Fusion | None = None,
+                 weights: list[float] | None = None, candidates: int = 50):
+        super().__init__()
+        # None resolves to the defaults so that get_params shows retrievers__0__k1 etc.
+        self.retrievers = retrievers if retrievers is not None else [BM25Retriever(), VectorRetriever()]
+        self.fusion = fusion if fusion is not None else RRF()
+        self.weights = weights
+        self.candidates = candidates
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if self.retrievers is None:
+            self.retrievers = [BM25Retriever(), VectorRetriever()]
+        if self.fusion is None:
+            self.fusion = RRF()
+        if not isinstance(self.retrievers, (list, tuple)) or not self.retrievers:
+            raise ConfigError(f"retrievers must be a non-empty list of retrievers, got {self.retrievers!r}")
+        for child in self.retrievers:
+            if not isinstance(child, Retriever):
+                raise ConfigError(f"retrievers must hold Retriever objects, got {type(child).__name__}")
+        if not isinstance(self.fusion, Fusion):
+            raise ConfigError(f"fusion must be a Fusion (RRF, WeightedSum), got {type(self.fusion).__name__}")
+        n = len(self.retrievers)
+        check_weights(self.weights, n, "retrievers")
+        fusion_weights = getattr(self.fusion, "weights", None)
+        if self.weights is None and fusion_weights is not None:
+            check_weights(fusion_weights, n, "retrievers")
+        check_candidates(self.candidates)
+        self._keys: list[str] = []
+        for child in self.retrievers:
+            key, m = child.name, 1
+            while key in self._keys:
+                m += 1
+                key = f"{child.name}_{m}"
+            self._keys.append(key)
+        self._sync(list(self.retrievers))
+
+    def _add(self, records: list[MemoryRecord]) -> None:
+        for child in self.retrievers:
+            child.add(records)
+
+    def _remove(self, ids: list[str]) -> None:
+        for child in self.retrievers:
+            child.remove(ids)
+
+    def _clear(self) -> None:
+        for child in self.retrievers:
+            child.reset()
+
+    def search(self, query: str, k: int = 5, *, where: Where | None = None,
+               now: float | None = None) -> list[Hit]:
+        k = self._check_search(k, where)
+        if k == 0 or not self._records:
+            return []
+        n = max(k, self.candidates)
+        child_hits = [child.search(query, n, where=where, now=now) for child in self.retrievers]
+        fused = self.fusion.fuse([[(h.id, h.score) for h in hits] for hits in child_hits], self.weights)
+        ranked = self._order(fused)[:k]
+        by_child = [{h.id: h for h in hits} for hits in child_hits]
+        components = []
+        for i, _ in ranked:
+            comps = {}
+            for key, found in zip(self._keys, by_child):
+                h = found.get(i)
+                if h is not None:
+                    comps[key] = {"score": h.score, "rank": h.rank}
+            components.append(comps)
+        return self._hits(ranked, components)

@@ -1,0 +1,70 @@
+"""Tokenizer: LoCoMo-parity default, stop words, Porter stemming, Chinese segmentation."""
+
+import pytest
+
+from memlab.base import ConfigError
+from memlab.retrieval.tokenize import ENGLISH_STOPWORDS, Tokenizer, porter_stem
+
+
+def test_default_is_lowercased_word_tokens():
+    assert Tokenizer()("Hello, World! It's 2023_05 e-mail") == [
+        "hello", "world", "it", "s", "2023_05", "e", "mail"]
+
+
+def test_lowercase_off_keeps_case():
+    assert Tokenizer(lowercase=False)("Hello World") == ["Hello", "World"]
+
+
+def test_english_stopwords_and_custom_list():
+    assert Tokenizer(stopwords="english")("The cat is on the mat") == ["cat", "mat"]
+    assert Tokenizer(stopwords=["Cat"])("the cat sat") == ["the", "sat"]
+    assert "the" in ENGLISH_STOPWORDS and "cat" not in ENGLISH_STOPWORDS
+
+
+@pytest.mark.parametrize("word, stem", [
+    ("caresses", "caress"), ("ponies", "poni"), ("ties", "ti"), ("cats", "cat"),
+    ("feed", "feed"), ("agreed", "agre"), ("plastered", "plaster"), ("motoring", "motor"),
+    ("sing", "sing"), ("hopping", "hop"), ("falling", "fall"), ("hissing", "hiss"),
+    ("filing", "file"), ("happy", "happi"), ("sky", "sky"), ("relational", "relat"),
+    ("conditional", "condit"), ("rational", "ration"), ("hopefulness", "hope"),
+    ("electrical", "electr"), ("adjustment", "adjust"), ("adoption", "adopt"),
+    ("controll", "control"), ("roll", "roll"), ("generalizations", "gener"),
+    ("oscillators", "oscil"), ("is", "is"),
+])
+def test_porter_stems(word, stem):
+    assert porter_stem(word) == stem
+
+
+def test_stemmer_applies_to_ascii_words_only():
+    assert Tokenizer(stemmer="porter")("Running cafés 2023s") == ["run", "cafés", "2023s"]
+
+
+def test_chinese_bigrams_by_default_and_mixed_runs_split():
+    assert Tokenizer()("我爱北京 abc中文def 好") == [
+        "我爱", "爱北", "北京", "abc", "中文", "def", "好"]
+
+
+def test_chinese_chars_mode():
+    assert Tokenizer(chinese="char")("北京") == ["北", "京"]
+
+
+def test_chinese_jieba_mode_is_deterministic():
+    t = Tokenizer(chinese="jieba")
+    first = t("我爱北京天安门")
+    assert first == ["我", "爱", "北京", "天安门"]
+    assert Tokenizer(chinese="jieba")("我爱北京天安门") == first
+
+
+def test_invalid_config_names_parameter():
+    with pytest.raises(ConfigError, match="chinese must be one of bigram, jieba, char, got 'pinyin'"):
+        Tokenizer(chinese="pinyin")
+    with pytest.raises(ConfigError, match="stemmer must be None or one of porter, got 'snowball'"):
+        Tokenizer(stemmer="snowball")
+    with pytest.raises(ConfigError, match="stopwords must be None, 'english' or a list"):
+        Tokenizer(stopwords="french")
+
+
+def test_set_params_rederives_state():
+    t = Tokenizer()
+    t.set_params(stopwords="english")
+    assert t("the cat") == ["cat"]

@@ -34,7 +34,10 @@ class RetrievalStrategy(Strategy):
     expansion: a ``QueryExpander``; the retriever is searched with every expanded query
         and the lists are fused (RRF).
     decay: a decay rule (``Ebbinghaus``, ``ExponentialRecency``, ``TimeWeighting``); scores
-        are re-weighted by it and returned memories are reinforced.
+        are re-weighted by it and forgotten memories are deleted (garbage collection).
+    reinforce: which recalls strengthen a memory under ``decay``: "used" (those that made it
+        into a built context: what the agent saw), "returned" (every hit ``retrieve``
+        returns, after the cut to k) or "none".
     selection: a ``Selector`` or a list of them applied in order to the ranked hits.
     candidates: how many hits to ask the retriever for before selection.
     history_window: how many of the most recent turns enter the context besides the recalls.
@@ -52,13 +55,14 @@ class RetrievalStrategy(Strategy):
     """
 
     def __init__(self, retriever: Retriever | None = None, expansion: Any = None, decay: Any = None,
-                 selection: Any = None, candidates: int = 50, history_window: int = 4,
+                 selection: Any = None, reinforce: str = "used", candidates: int = 50, history_window: int = 4,
                  keep_rate: float = 0.9, context_k: int = 5, token_limit: int = 2048,
                  token_counter: TokenCounter | None = None, system_prompt: str | None = None):
         self.retriever = retriever
         self.expansion = expansion
         self.decay = decay
         self.selection = selection
+        self.reinforce = reinforce
         self.candidates = candidates
         self.history_window = history_window
         self.keep_rate = keep_rate
@@ -72,6 +76,8 @@ class RetrievalStrategy(Strategy):
     def _on_params_changed(self) -> None:
         if not 0.0 <= float(self.keep_rate) <= 1.0:
             raise ValueError(f"keep_rate must be in [0, 1], got {self.keep_rate}")
+        if self.reinforce not in ("used", "returned", "none"):
+            raise ValueError(f"reinforce must be 'used', 'returned' or 'none', got {self.reinforce!r}")
         for name in ("candidates", "history_window", "context_k", "token_limit"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -86,8 +92,10 @@ class RetrievalStrategy(Strategy):
         chain: Retriever = base
         if self.expansion is not None:
             chain = ExpansionRetriever(chain, self.expansion)
+        self._decay: DecayRetriever | None = None
         if self.decay is not None:
-            chain = DecayRetriever(chain, self.decay)
+            # the strategy decides what counts as a recall (see ``reinforce``), not the search
+            chain = self._decay = DecayRetriever(chain, self.decay, reinforce="none")
         self._chain = chain
         self._history: list[MemoryRecord] = []
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
@@ -118,10 +126,17 @@ class RetrievalStrategy(Strategy):
         hits = hits[:k]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
+        if self.reinforce == "returned":
+            self._reinforce([h.id for h in hits], now)
         return hits
+
+    def _reinforce(self, ids: list[str], now: float | None) -> None:
+        if self._decay is not None and ids:
+            self._decay.reinforce_ids(ids, now)
 
     def build_context(self, query: str, *, now: float | None = None) -> Context:
         hits = self.retrieve(query, self.context_k, now=now) if self.context_k else []
+        recalled = {h.id for h in hits}
         scored: dict[str, ContextRecord] = {}
         top = max((h.score for h in hits), default=0.0)
         for hit in hits:
@@ -141,6 +156,8 @@ class RetrievalStrategy(Strategy):
         kept = self._creator.select(records)
         messages = [c.memory_record.to_openai() for c in kept]
         memories = [c.memory_record for c in kept if c.id != "__system__"]
+        if self.reinforce == "used":
+            self._reinforce([r.id for r in memories if r.id in recalled], self._now(now))
         return Context(messages=messages,
                        token_count=self._counter.count_messages(messages) if messages else 0,
                        record_ids=[r.id for r in memories], source_ids=source_ids(memories))

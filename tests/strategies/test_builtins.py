@@ -161,3 +161,47 @@ def test_observe_accepts_only_records_with_ids_used_as_turn_ids():
     s = strategies.get("bm25")
     s.observe(MemoryRecord("user", "alpha beta", id="T1", timestamp=1.0))
     assert [h.id for h in s.retrieve("alpha", 5)] == ["T1"]
+
+
+def _counts(s):
+    return {r.id: s._decay.memory_state(r.id)["access_count"] for r in check_records()}
+
+
+def test_returned_reinforces_only_the_final_k_hits():
+    s = _fed("hybrid_decay", reinforce="returned")
+    later = check_records()[-1].timestamp + 30 * 86400
+    hits = s.retrieve("coffee", 1, now=later)
+    counts = _counts(s)
+    assert counts[hits[0].id] == 1 and sum(counts.values()) == 1
+    state = s._decay.memory_state(hits[0].id)
+    assert state["last_recall"] == later and state["strength"] == 2.0  # 1 + strength_growth
+
+
+def test_used_reinforces_only_recalls_that_reach_the_context_and_retrieve_is_pure():
+    s = _fed("hybrid_decay", context_k=2, history_window=0)
+    s.retrieve("coffee", 5)
+    assert sum(_counts(s).values()) == 0
+    ctx = s.build_context("coffee")
+    counts = _counts(s)
+    assert {i for i, c in counts.items() if c} == set(ctx.record_ids) and len(ctx.record_ids) == 2
+
+
+def test_reinforce_none_never_changes_memory_state():
+    s = _fed("hybrid_decay", reinforce="none")
+    s.retrieve("coffee", 5)
+    s.build_context("coffee")
+    assert sum(_counts(s).values()) == 0
+
+
+def test_decay_makes_an_old_memory_rank_below_a_recent_equal_match():
+    from memlab.records import MemoryRecord
+
+    s = strategies.get("hybrid_decay", time_unit=86400.0)
+    s.observe(MemoryRecord("user", "I love green tea", id="old", timestamp=0.0))
+    s.observe(MemoryRecord("user", "I love green tea", id="new", timestamp=10 * 86400.0))
+    hits = s.retrieve("green tea", 2, now=10 * 86400.0)
+    assert [h.id for h in hits] == ["new", "old"]
+    # exact: equal texts tie in both retrievers and ties go to the older record, so RRF gives
+    # old 2/61 and new 2/62; retention exp(-10 days / 1 day) for old, exp(0) for new
+    import math
+    assert hits[1].score / hits[0].score == pytest.approx(math.exp(-10) * (2 / 61) / (2 / 62), rel=1e-12)

@@ -1,0 +1,149 @@
+"""experiments/: the user-written CombMNZ strategy and the sweep files, run through the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pandas as pd
+import pytest
+
+from memlab import strategies
+from memlab.base import ConfigError
+from memlab.cli import main
+from memlab.eval.results import load_results
+from memlab.eval.sweep import import_user_module
+from memlab.records import MemoryRecord, Role
+from memlab.retrieval import BM25Retriever, HybridRetriever, VectorRetriever
+from memlab.testing import check_strategy
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = ROOT / "experiments"
+SHIPPED_PROBES = 51  # probes in datasets/ (see datasets/README.md)
+
+
+
+@pytest.fixture(scope="module")
+def fusion() -> ModuleType:
+    """experiments/combmnz_fusion.py, imported the way ``memlab sweep`` does (registers hybrid_combmnz).
+
+    Imported when these tests run, not at collection, so other test files that list the
+    registry while being collected see only the built-in strategies.
+    """
+    import_user_module(EXPERIMENTS / "combmnz_fusion.py")
+    return sys.modules["memlab_user_combmnz_fusion"]
+
+L0 = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
+L1 = [("b", 0.9), ("d", 0.5), ("a", 0.1)]
+
+
+def test_combmnz_hand_computed(fusion: ModuleType) -> None:
+    # min-max: L0 -> a 1, b 0.5, c 0; L1 -> b 1, d 0.5, a 0
+    # a: 2 * (1 + 0) = 2; b: 2 * (0.5 + 1) = 3; c: 1 * 0 = 0; d: 1 * 0.5 = 0.5
+    assert fusion.combmnz([L0, L1]) == [("b", 3.0), ("a", 2.0), ("d", 0.5), ("c", 0.0)]
+
+
+def test_combmnz_weights(fusion: ModuleType) -> None:
+    # weights [1, 2]: a: 2 * (1 + 0) = 2; b: 2 * (0.5 + 2) = 5; c: 0; d: 1 * (2 * 0.5) = 1
+    assert fusion.combmnz([L0, L1], weights=[1.0, 2.0]) == [("b", 5.0), ("a", 2.0), ("d", 1.0), ("c", 0.0)]
+    assert fusion.CombMNZ(weights=[1.0, 2.0]).fuse([L0, L1]) == fusion.combmnz([L0, L1], [1.0, 2.0])
+    # weights given to fuse override the configured ones
+    assert fusion.CombMNZ(weights=[1.0, 2.0]).fuse([L0, L1], weights=[1.0, 1.0]) == fusion.combmnz([L0, L1])
+
+
+def test_combmnz_without_normalisation(fusion: ModuleType) -> None:
+    # raw scores: a: 2 * (3 + 0.1) = 6.2; b: 2 * (2 + 0.9) = 5.8; c: 1; d: 0.5
+    fused = fusion.combmnz([L0, L1], normalization="none")
+    assert [i for i, _ in fused] == ["a", "b", "c", "d"]
+    assert [s for _, s in fused] == pytest.approx([6.2, 5.8, 1.0, 0.5], abs=1e-12)
+
+
+def test_combmnz_ties_and_repeats(fusion: ModuleType) -> None:
+    # a constant list normalises to 1.0 for every item; within a list only the first occurrence counts
+    fused = fusion.combmnz([[("x", 2.0), ("y", 2.0), ("x", 0.0)], [("z", 1.0)]])
+    assert fused == [("x", 1.0), ("y", 1.0), ("z", 1.0)]  # ties: first appearance, list 0 then list 1
+    assert fusion.combmnz([]) == []
+    assert fusion.combmnz([[], [("q", 0.2)]]) == [("q", 1.0)]
+
+
+def test_combmnz_rejects_bad_configuration(fusion: ModuleType) -> None:
+    with pytest.raises(ConfigError, match=r"normalization must be one of minmax, none, got 'zscore'"):
+        fusion.CombMNZ(normalization="zscore")
+    with pytest.raises(ConfigError, match=r"weights has 1 entries but there are 2 lists"):
+        fusion.combmnz([L0, L1], weights=[1.0])
+    with pytest.raises(ConfigError, match=r"weights must be finite numbers, got nan"):
+        fusion.CombMNZ(weights=[1.0, math.nan])
+
+
+def test_hybrid_combmnz_is_registered_and_configurable(fusion: ModuleType) -> None:
+    assert "hybrid_combmnz" in strategies.names()
+    s = strategies.get("hybrid_combmnz", weights=[1.0, 0.5])
+    params = s.get_params(deep=True)
+    assert isinstance(params["retriever__fusion"], fusion.CombMNZ)
+    assert params["retriever__weights"] == [1.0, 0.5]
+    assert params["retriever__fusion__normalization"] == "minmax"
+    s.set_params(retriever__fusion__normalization="none")
+    assert s.retriever.fusion.normalization == "none"
+
+
+def test_hybrid_combmnz_passes_check_strategy(fusion: ModuleType) -> None:
+    done = check_strategy(strategies.get("hybrid_combmnz"))
+    assert done == ["is_strategy", "clone_round_trip", "empty_store", "at_most_k_sorted_ranked",
+                    "params_unchanged_by_use", "reset_is_fresh", "deterministic", "picklable", "context"]
+
+
+def test_hybrid_combmnz_ranks_by_combmnz_of_its_children(fusion: ModuleType) -> None:
+    texts = ["I drink green tea every morning", "My sister lives in Osaka", "Green tea in Kyoto is great",
+             "The flight to Osaka leaves at nine", "Morning coffee, strong and black"]
+    records = [MemoryRecord(Role.USER, t, id=f"t{i}", timestamp=1_700_000_000.0 + i) for i, t in enumerate(texts)]
+    bm25, vector = BM25Retriever(), VectorRetriever()
+    for child in (bm25, vector):
+        child.add(records)
+    query = "green tea in the morning"
+    lists = [[(h.id, h.score) for h in child.search(query, 50)] for child in (bm25, vector)]
+    expected = fusion.combmnz(lists, weights=[1.0, 0.5])
+    hybrid = HybridRetriever(retrievers=[BM25Retriever(), VectorRetriever()], fusion=fusion.CombMNZ(),
+                             weights=[1.0, 0.5])
+    hybrid.add(records)
+    hits = hybrid.search(query, 5)
+    assert [(h.id, h.score) for h in hits] == [(i, pytest.approx(s, abs=1e-12)) for i, s in expected[:5]]
+
+
+def _sweep_outputs(out: Path) -> pd.DataFrame:
+    for name in ("results.parquet", "summary.csv", "summary.md", "provenance.json"):
+        assert (out / name).is_file(), name
+    return load_results(str(out / "results.parquet"))
+
+
+def test_sweep_hybrid_combmnz_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the sweep file's `imports` registers hybrid_combmnz (run alone, this test imports it first)
+    out = tmp_path / "combmnz"
+    assert main(["sweep", str(EXPERIMENTS / "hybrid_combmnz.toml"), "--output", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    results = _sweep_outputs(out)
+    assert sorted(p.name for p in out.glob("*.png")) == [
+        "00_metric_vs_param_recall_at_5.png", "01_metric_vs_param_mrr.png", "02_metric_at_k_recall.png",
+        "03_pareto_context_recall.png"]
+    weights = [[1.0, 0.25], [1.0, 0.5], [1.0, 1.0], [0.5, 1.0]]
+    assert results.groupby("base_strategy").size().to_dict() == {"hybrid": 4 * SHIPPED_PROBES,
+                                                                "hybrid_combmnz": 4 * SHIPPED_PROBES}
+    assert sorted(map(json.loads, results["retriever__weights"].unique())) == sorted(weights)
+    assert set(results.loc[results["base_strategy"] == "hybrid_combmnz", "param:retriever__fusion"]) == {"CombMNZ"}
+    assert set(results.loc[results["base_strategy"] == "hybrid", "param:retriever__fusion"]) == {"RRF"}
+    summary = pd.read_csv(out / "summary.csv")
+    assert len(summary) == 8
+    assert summary["recall@5"].between(0.0, 1.0).all()
+
+
+def test_sweep_compare_builtins_through_the_cli(tmp_path: Path) -> None:
+    out = tmp_path / "builtins"
+    assert main(["sweep", str(EXPERIMENTS / "compare_builtins.toml"), "--output", str(out)]) == 0
+    results = _sweep_outputs(out)
+    expected = ["bm25", "bm25_prf", "hybrid", "hybrid_decay", "longterm", "vector", "window"]
+    assert results.groupby("strategy").size().to_dict() == {name: SHIPPED_PROBES for name in expected}
+    assert len(list(out.glob("*.png"))) == 4
+    summary = pd.read_csv(out / "summary.csv")
+    assert sorted(summary["strategy"]) == expected

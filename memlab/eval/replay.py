@@ -123,6 +123,7 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     if k_max < max(ks, default=1):
         k_max = max(ks)
     dialogues = list(dataset.dialogues)
+    warm_embedding_caches(strategy, dataset)
     if n_jobs == 1:
         it: Iterable[Dialogue] = dialogues
         if progress:
@@ -140,6 +141,29 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     frame.insert(0, "strategy", label or strategy_label(strategy))
     frame = compute_metrics(frame, ks=ks)
     return add_configuration(frame, strategy, dataset, provenance)
+
+
+def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int = 256) -> int:
+    """Embed every turn and query of ``dataset`` in batches into the strategy's persistent caches.
+
+    A replay feeds turns one at a time, so a model embeds one text per call; filling the
+    ``CachedEmbedder`` files first turns that into a few batched calls, and every clone
+    (per dialogue, per sweep point, per worker) then reads the vectors back. Caches kept
+    in memory are left alone: clones would not share them. Returns the texts embedded.
+    """
+    from ..embeddings.cache import CachedEmbedder
+
+    caches = [v for v in strategy.get_params(deep=True).values()
+              if isinstance(v, CachedEmbedder) and v.path is not None]
+    if not caches:
+        return 0
+    texts = list(dict.fromkeys(
+        [t.retrieval_text for d in dataset.dialogues for t in d.turns()] +
+        [p.query for d in dataset.dialogues for p in d.probes]))
+    for cache in caches:
+        for start in range(0, len(texts), batch_size):
+            cache.embed(texts[start:start + batch_size])
+    return len(texts)
 
 
 _ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "position",

@@ -118,3 +118,22 @@ def test_a_keep_rate_sweep_embeds_each_text_once(tiny, tmp_path):
     turns = {t.retrieval_text for d in tiny.dialogues for t in d.turns()}
     queries = {p.query for d in tiny.dialogues for p in d.probes}
     assert CountingEmbedder.calls == len(turns | queries)
+
+
+def test_replay_warms_persistent_caches_in_batches(tiny, tmp_path):
+    from memlab.embeddings.cache import CachedEmbedder
+    from memlab.embeddings.hashing import HashingEmbedder
+    from memlab.eval.replay import replay
+
+    batches = []
+
+    class Recording(HashingEmbedder):
+        def _embed(self, texts):
+            batches.append(len(texts))
+            return super()._embed(texts)
+
+    embedder = CachedEmbedder(Recording(), path=str(tmp_path / "cache.sqlite3"))
+    replay(strategies.get("vector", embedder=embedder), tiny)
+    turns = {t.retrieval_text for d in tiny.dialogues for t in d.turns()}
+    queries = {p.query for d in tiny.dialogues for p in d.probes}
+    assert batches == [len(turns | queries)]  # one batched call; the replay itself only hits

@@ -6,8 +6,7 @@ nor openai; each embedder imports its library when it first needs it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_exports
 
 _EXPORTS = {
     "Embedder": "base", "HashingEmbedder": "hashing",
@@ -19,12 +18,4 @@ __all__ = ["CachedEmbedder", "Embedder", "HashingEmbedder", "OpenAIEmbedder",
            "SentenceTransformerEmbedder"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memlab.embeddings' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

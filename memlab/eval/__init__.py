@@ -6,8 +6,7 @@ DataFrame -> comparison and plots. Names are imported lazily (plots pull in matp
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_exports
 
 # Functions that share their module's name are bound eagerly: importing a submodule sets
 # the package attribute to the module, which would otherwise shadow the function.
@@ -19,28 +18,17 @@ _EXPORTS: dict[str, str] = {
     "Dataset": "dataset", "Dialogue": "dataset", "Session": "dataset", "Turn": "dataset",
     "Probe": "dataset", "DatasetError": "dataset",
     "load_dataset": "loaders", "load_any": "replay",
-    "replay": "replay", "replay_dialogue": "replay",
+    "replay_dialogue": "replay",
     "compute_metrics": "metrics", "summarize": "metrics", "metric_columns": "metrics",
-    "sweep": "sweep", "grid_points": "sweep", "run_config": "sweep", "read_config": "sweep",
-    "compare": "compare", "compare_pair": "compare", "bootstrap_ci": "compare",
+    "grid_points": "sweep", "run_config": "sweep", "read_config": "sweep",
+    "compare_pair": "compare", "bootstrap_ci": "compare",
     "permutation_test": "compare", "to_markdown": "compare",
     "plot_metric_vs_param": "plots", "plot_pareto": "plots", "plot_by_category": "plots",
     "plot_metric_at_k": "plots", "pareto_front": "plots",
     "save_results": "results", "load_results": "results", "provenance": "results",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS) + ["compare", "replay", "sweep"]
 
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memlab.eval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

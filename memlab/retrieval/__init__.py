@@ -7,8 +7,7 @@ the vector retriever imports the storage package, so eager imports here would be
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "Where": "filters", "matches": "filters", "validate_where": "filters",
@@ -33,14 +32,4 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)  # noqa: PLE0605 (a list, built from _EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memlab.retrieval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,8 +6,7 @@ Names load lazily, so ``import memlab.storage`` does not import chromadb; only
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_exports
 
 _EXPORTS = {
     "KeyValueStore": "kv", "InMemoryKeyValueStore": "kv", "JsonlKeyValueStore": "kv",
@@ -20,12 +19,4 @@ __all__ = ["ChromaVectorStore", "InMemoryKeyValueStore", "JsonlKeyValueStore", "
            "NumpyVectorStore", "SQLiteKeyValueStore", "VectorStore"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memlab.storage' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

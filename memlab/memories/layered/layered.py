@@ -9,7 +9,7 @@ from ...base import ConfigError
 from ...llm.base import LLM, LLMUsage, sum_usage
 from ...records import Hit, MemoryRecord
 from ...retrieval.filters import Where, validate_where
-from ...strategies.base import Context, Strategy, registry
+from ...strategies.base import Context, Strategy
 from .extraction import Extractor, LLMExtractor, RuleBasedExtractor
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory

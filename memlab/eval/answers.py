@@ -6,8 +6,8 @@ the deterministic offline stand-in, which answers with the context sentence that
 most terms with the question).
 
 Token F1 (SQuAD / LoCoMo): both strings are normalised (lower case, punctuation and the
-articles a/an/the removed, whitespace collapsed), split on whitespace and, by default,
-Porter-stemmed as LoCoMo's evaluation does; with ``c`` the multiset of shared tokens,
+articles a/an/the removed, whitespace collapsed), split on whitespace (and CJK text into
+single characters) and, by default, Porter-stemmed as LoCoMo's evaluation does; with ``c`` the multiset of shared tokens,
 ``precision = c / |prediction|``, ``recall = c / |gold|``, ``F1 = 2 P R / (P + R)``
 (0 when nothing is shared; 1 when both are empty).
 
@@ -27,6 +27,7 @@ from ..base import Component, ConfigError
 from ..retrieval.tokenize import porter_stem
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_CJK_OR_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _PUNCT = str.maketrans("", "", string.punctuation)
 
 ANSWER_INSTRUCTION = ("Answer the question using the conversation above. Answer in a short phrase; "
@@ -52,7 +53,9 @@ def normalize_answer(text: str) -> str:
 
 
 def answer_tokens(text: str, stem: bool = True) -> list[str]:
-    tokens = normalize_answer(text).split()
+    """Normalised whitespace tokens; CJK characters count one token each (Chinese and
+    Japanese have no spaces), other tokens Porter-stemmed when ``stem``."""
+    tokens = [piece for word in normalize_answer(text).split() for piece in _CJK_OR_WORD.findall(word)]
     return [porter_stem(t) for t in tokens] if stem else tokens
 
 

@@ -35,6 +35,10 @@ class RetrievalStrategy(Strategy):
         and the lists are fused (RRF).
     decay: a decay rule (``Ebbinghaus``, ``ExponentialRecency``, ``TimeWeighting``); scores
         are re-weighted by it and forgotten memories are deleted (garbage collection).
+    decay_combine, decay_weight: how retention meets relevance (``DecayRetriever``):
+        "multiply" (relevance * retention), "add", or "weighted"
+        ((1 - decay_weight) * minmax(relevance) + decay_weight * retention), which keeps
+        relevance in play when fused scores (RRF) vary little.
     reinforce: which recalls strengthen a memory under ``decay``: "used" (those that made it
         into a built context: what the agent saw), "returned" (every hit ``retrieve``
         returns, after the cut to k) or "none".
@@ -55,13 +59,16 @@ class RetrievalStrategy(Strategy):
     """
 
     def __init__(self, retriever: Retriever | None = None, expansion: Any = None, decay: Any = None,
-                 selection: Any = None, reinforce: str = "used", candidates: int = 50, history_window: int = 4,
+                 selection: Any = None, decay_combine: str = "multiply", decay_weight: float = 0.5,
+                 reinforce: str = "used", candidates: int = 50, history_window: int = 4,
                  keep_rate: float = 0.9, context_k: int = 5, token_limit: int = 2048,
                  token_counter: TokenCounter | None = None, system_prompt: str | None = None):
         self.retriever = retriever
         self.expansion = expansion
         self.decay = decay
         self.selection = selection
+        self.decay_combine = decay_combine
+        self.decay_weight = decay_weight
         self.reinforce = reinforce
         self.candidates = candidates
         self.history_window = history_window
@@ -95,7 +102,8 @@ class RetrievalStrategy(Strategy):
         self._decay: DecayRetriever | None = None
         if self.decay is not None:
             # the strategy decides what counts as a recall (see ``reinforce``), not the search
-            chain = self._decay = DecayRetriever(chain, self.decay, reinforce="none")
+            chain = self._decay = DecayRetriever(chain, self.decay, combine=self.decay_combine,
+                                                 weight=self.decay_weight, reinforce="none")
         self._chain = chain
         self._history: list[MemoryRecord] = []
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()

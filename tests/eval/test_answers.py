@@ -82,3 +82,9 @@ def test_cli_answer_llm_offline_reports_answer_f1(tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)
     assert result["answer_f1"] == pytest.approx((1 / 3 + 4 / 7) / 2)
     assert main(["eval", str(path), "--judge-llm", "offline"]) == 2
+
+
+def test_token_f1_counts_chinese_characters_as_tokens():
+    # prediction 10 characters, gold 2, both gold characters shared: P = 2/10, R = 1
+    assert token_f1("我现在早上改喝绿茶了", "绿茶") == pytest.approx(2 * 0.2 / 1.2)
+    assert token_f1("绿茶 tea", "绿茶 teas") == 1.0

@@ -205,3 +205,18 @@ def test_decay_makes_an_old_memory_rank_below_a_recent_equal_match():
     # old 2/61 and new 2/62; retention exp(-10 days / 1 day) for old, exp(0) for new
     import math
     assert hits[1].score / hits[0].score == pytest.approx(math.exp(-10) * (2 / 61) / (2 / 62), rel=1e-12)
+
+
+def test_weighted_decay_combination_is_passed_to_the_decay_retriever():
+    from memlab.records import MemoryRecord
+
+    s = strategies.get("hybrid_decay", decay_combine="weighted", decay_weight=0.25)
+    assert s._decay.combine == "weighted" and s._decay.weight == 0.25
+    s.observe(MemoryRecord("user", "I love green tea", id="old", timestamp=0.0))
+    s.observe(MemoryRecord("user", "I love green tea", id="new", timestamp=86400.0))
+    hits = s.retrieve("green tea", 2, now=86400.0)
+    # relevance min-max over the two: old 1.0, new 0.0; retention old exp(-1), new 1
+    import math
+    by_id = {h.id: h.score for h in hits}
+    assert by_id["old"] == pytest.approx(0.75 * 1.0 + 0.25 * math.exp(-1), rel=1e-12)
+    assert by_id["new"] == pytest.approx(0.75 * 0.0 + 0.25 * 1.0, rel=1e-12)

@@ -25,7 +25,8 @@ from memlab.eval import paths
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-EXPECTED = ["01_quickstart.ipynb", "02_keep_rate_sweep.ipynb", "03_hybrid_vs_vector.ipynb", "04_decay.ipynb"]
+EXPECTED = ["01_quickstart.ipynb", "02_keep_rate_sweep.ipynb", "03_hybrid_vs_vector.ipynb", "04_decay.ipynb",
+            "05_layered_memory.ipynb"]
 CELL_TIMEOUT = 240  # seconds per cell; a healthy run takes a few
 
 #: Small values for any notebook that has a parameter of this name.
@@ -81,8 +82,8 @@ def _outputs(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [out for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])]
 
 
-def test_the_four_notebooks_exist() -> None:
-    assert [p.name for p in NOTEBOOKS][:4] == EXPECTED
+def test_the_notebooks_exist() -> None:
+    assert [p.name for p in NOTEBOOKS][:len(EXPECTED)] == EXPECTED
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

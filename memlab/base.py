@@ -14,6 +14,9 @@ import difflib
 import inspect
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
+C = TypeVar("C", bound="Component")
+T = TypeVar("T")
+
 
 class MemlabError(ValueError):
     """An error in input or configuration, with a message meant for a person."""
@@ -69,7 +72,7 @@ class Component:
                             out[f"{name}__{i}__{sub}"] = sub_value
         return out
 
-    def set_params(self, **params: Any) -> "Component":
+    def set_params(self: C, **params: Any) -> C:
         """Set parameters; ``outer__inner`` reaches a nested component. Returns self."""
         valid = self._param_names()
         nested: dict[str, dict[str, Any]] = {}
@@ -101,7 +104,7 @@ class Component:
     def _on_params_changed(self) -> None:
         """Hook for subclasses that validate or derive state from parameters."""
 
-    def clone(self) -> "Component":
+    def clone(self: C) -> C:
         """A fresh copy with the same configuration and none of the state."""
         params = {}
         for name in self._param_names():
@@ -138,7 +141,6 @@ def _clone_value(value: Any) -> Any:
         return value
 
 
-T = TypeVar("T")
 
 
 class Registry(Generic[T]):

@@ -15,13 +15,13 @@ import math
 import os
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one readable line instead of usage + message
+    def error(self, message: str) -> NoReturn:  # one readable line instead of usage + message
         raise _UsageError(f"{self.prog}: {message}")
 
 

@@ -169,7 +169,7 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
 def make_plot(results: pd.DataFrame, plot: Mapping[str, Any], where: str = "plot"):
     from . import plots as P
 
-    kinds = {"metric_vs_param": P.plot_metric_vs_param, "pareto": P.plot_pareto,
+    kinds: dict[str, Any] = {"metric_vs_param": P.plot_metric_vs_param, "pareto": P.plot_pareto,
              "by_category": P.plot_by_category, "metric_at_k": P.plot_metric_at_k}
     kind = plot.get("kind")
     if kind not in kinds:

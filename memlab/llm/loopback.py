@@ -198,6 +198,7 @@ class LoopbackServer:
         if self._httpd is None:
             raise RuntimeError("LoopbackServer is not started")
         host, port = self._httpd.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}/v1"
 
     # -- scripting ------------------------------------------------------------------

@@ -13,8 +13,14 @@ answers each with a fixed rule:
 - ``hyde``: a passage made of the content terms and their inflections;
 - ``filter``: ``{"relevant": [...]}`` listing memories sharing at least one stemmed
   content term with the question, most shared terms first (ties by position), at most ``Max``;
-- anything else is answered as a question: the sentence of the non-final messages that
-  shares most stemmed content terms with the last user message, or "I don't know.".
+- anything else is answered as a question. The question is the last user message, or
+  only the text after its last ``Question:`` when it has one (an instruction before it,
+  as ``memlab.eval.answers.Answerer`` writes, is not part of the question). The answer
+  is the sentence (bullets, ``[n]`` and ``[date]`` marks stripped) sharing most distinct
+  stemmed content terms with the question, the earliest on ties, taken from every message
+  but the last user message, skipping any message whose content equals the question
+  and any sentence equal to or contained in the question (compared lower-cased, spaces
+  collapsed); "I don't know." when no sentence shares a term.
 
 Token counts come from ``token_counter`` (prompt: ``count_messages``; answer: ``count``)
 so that offline runs report token costs the same way real ones do. ``params`` such as
@@ -128,15 +134,30 @@ class OfflineLLM(LLM):
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
         if last_user < 0:
             return "I don't know."
-        question = str(messages[last_user].get("content") or "")
+        question = question_of(str(messages[last_user].get("content") or ""))
+        asked = _flat(question)
         best, best_score = "", 0
         for i, m in enumerate(messages):
             if i == last_user:
                 continue
-            for s in sentences(str(m.get("content") or "")):
+            content = str(m.get("content") or "")
+            if _flat(content) == asked:  # the question itself, loaded into the context
+                continue
+            for s in sentences(content):
                 s = re.sub(r"^(?:[-*]\s*)?(?:\[[^\]]*\]\s*)?", "", s).strip()  # bullets, [n], [date]
+                if not s or _flat(s) in asked:  # never echo (part of) the question
+                    continue
                 score = overlap(question, s)
                 if score > best_score:  # strict: the earliest best sentence wins ties
                     best, best_score = s, score
         return best or "I don't know."
 
+
+def question_of(text: str) -> str:
+    """The question in a user message: the text after its last ``Question:``, else all of it."""
+    _, marker, tail = text.rpartition("Question:")
+    return tail.strip() if marker else text.strip()
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.lower().split())

@@ -129,12 +129,16 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
     deterministic OfflineLLM stand-in, which also exercises the LLM steps and their token
     accounting), "openai" (OpenAIChat configured from MEMLAB_LLM_MODEL, OPENAI_BASE_URL,
     OPENAI_API_KEY, with a response cache in the memlab cache folder) or an ``LLM``.
+    With an LLM, the short-term memory summarises with ``LLMSummarizer(llm)``, as
+    ``LayeredMemory`` does for every part it builds itself.
     """
-    from ..memories.layered import LayeredMemory, ShortTermMemory
+    from ..memories.layered import LayeredMemory, LLMSummarizer, ShortTermMemory
 
+    model = make_llm(llm)
+    summarizer = LLMSummarizer(model) if model is not None else None
     return LayeredMemory(short_term=ShortTermMemory(max_turns=max_turns, keep_recent=keep_recent,
-                                                    token_budget=token_budget),
-                         llm=make_llm(llm))
+                                                    token_budget=token_budget, summarizer=summarizer),
+                         llm=model)
 
 
 def make_llm(llm: Any):

@@ -183,3 +183,47 @@ def test_configuration_errors_and_params():
     assert m.get_params()["update_step__extract_every"] == 3
     m.set_params(update_step__extract_every=4)
     assert m.steps["update"].extract_every == 4 and m.steps["answer"] is None
+
+
+def test_named_layered_with_an_llm_summarises_with_it():
+    from memlab import strategies
+    from memlab.llm.prompts import summarize_prompt
+    from memlab.memories.layered import ExtractiveSummarizer, LLMSummarizer
+
+    turns = records() + [MemoryRecord("user", "I will fly to Rome on May 3.", id="D1:11", timestamp=T0 + 660.0)]
+    m = strategies.get("layered", llm="offline")
+    summarizer = m.steps["short_term"].resolved_summarizer
+    assert isinstance(summarizer, LLMSummarizer) and summarizer.llm is m.llm
+    assert (m.steps["short_term"].max_turns, m.steps["short_term"].keep_recent) == (10, 4)
+    for r in turns:
+        m.observe(r)
+    # turn 11 > max_turns 10: turns 1-7 are folded, once into the running summary and once
+    # into the archived event summary, the same prompt both times (no previous summary);
+    # LLMSummarizer() asks for at most 0.75 * 200 = 150 words
+    prompt = TiktokenCounter().count_messages(summarize_prompt(turns[:7], "", 150))
+    assert prompt == 220
+    assert m.usage_by_step()["summarize"] == {"prompt_tokens": 2 * prompt, "completion_tokens": 98,
+                                              "calls": 2, "cached_calls": 0}
+    # an LLM's attribution is unknown: its summary draws on every folded turn
+    assert m.steps["short_term"].summary_record.source_ids == [f"D1:{i}" for i in range(1, 8)]
+    offline = strategies.get("layered")
+    assert isinstance(offline.steps["short_term"].resolved_summarizer, ExtractiveSummarizer)
+    for r in turns:
+        offline.observe(r)
+    assert offline.usage_by_step()["summarize"]["calls"] == 0
+    # the extractive summary kept Ann's four sentences: only their turns are its sources
+    assert offline.steps["short_term"].summary_record.source_ids == ["D1:1", "D1:3", "D1:5", "D1:7"]
+
+
+def test_an_empty_summary_claims_no_folded_turns():
+    from memlab import strategies
+
+    m = strategies.get("layered")  # max_turns 10, keep_recent 4
+    for i in range(1, 31):
+        m.observe(MemoryRecord("user", f"ok {i}", id=f"t{i}", timestamp=T0 + i))
+    ctx = m.build_context("x")
+    # 30 turns: folds at 11, 18, 25 leave turns 22-30; "ok i" scores 0, so no summary at all
+    short = m.steps["short_term"]
+    assert short.folds == 3 and short.summary == "" and short.summary_record is None
+    assert ctx.source_ids == [f"t{i}" for i in range(22, 31)]
+    assert not any(msg["content"].startswith("[Summary") for msg in ctx.messages)

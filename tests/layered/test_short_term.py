@@ -54,7 +54,8 @@ def test_fold_on_token_threshold_exact():
     assert [r.id for r in stm.turns] == ["t7", "t8"]
     summary = stm.summary_record
     assert summary.content == SUMMARY_PREFIX + "user: I own 31 cats."
-    assert summary.metadata == {"kind": "summary", "source_ids": ["t1", "t2", "t3", "t4", "t5", "t6"]}
+    # the summary kept one sentence, from t1: only t1 is its source
+    assert summary.metadata == {"kind": "summary", "source_ids": ["t1"]}
     assert summary.role.value == "system" and summary.timestamp == 6.0
     msgs = stm.messages()
     assert msgs[0] == {"role": "system", "content": SUMMARY_PREFIX + "user: I own 31 cats."}
@@ -131,3 +132,75 @@ def test_async_add_matches_sync(server, chat_llm):
         sync.add(turn(i))
     asyncio.run(feed())
     assert sync.messages() == asy.messages() and sync.usage == asy.usage
+
+
+def test_summary_sources_are_the_turns_its_sentences_came_from():
+    texts = {1: "I live in Rome.",            # score 3 (first person 2 + cue "live" 1)
+             2: "The sky is grey.",           # 0: dropped
+             3: "I own 3 cats.",              # 4
+             4: "Nice weather.",              # 0
+             5: "I paid 40 euros.",           # 4
+             6: "We moved 2 times in 2020.",  # 5
+             7: "ok"}
+
+    def fold_all(stm):
+        summaries = []
+        for i, text in texts.items():
+            stm.add(turn(i, text))
+            summaries.append((stm.summary, stm.summary_record.source_ids if stm.summary_record else None))
+        return summaries
+
+    def fresh():
+        return ShortTermMemory(max_turns=2, keep_recent=1, summarizer=ExtractiveSummarizer(max_sentences=2))
+
+    summaries = fold_all(stm := fresh())
+    assert stm.folds == 3
+    assert summaries[2] == ("user: I live in Rome.", ["t1"])                       # folds t1, t2
+    assert summaries[4] == ("user: I live in Rome. user: I own 3 cats.", ["t1", "t3"])  # folds t3, t4
+    # folds t5, t6: "We moved" (5) and the carried-over "I own 3 cats" (4, earlier than t5's 4)
+    # win; the carried sentence keeps its turn t3, Rome's t1 and the unused t5 are gone
+    assert summaries[6] == ("user: I own 3 cats. user: We moved 2 times in 2020.", ["t3", "t6"])
+    assert stm.summary_pieces == [("user: I own 3 cats.", ("t3",)), ("user: We moved 2 times in 2020.", ("t6",))]
+    # the async path folds the same way
+    asy = fresh()
+
+    async def feed():
+        for i, text in texts.items():
+            await asy.aadd(turn(i, text))
+
+    asyncio.run(feed())
+    assert asy.records() == stm.records() and asy.summary_pieces == stm.summary_pieces
+
+
+def test_empty_summary_has_no_record_and_no_sources():
+    stm = ShortTermMemory(max_turns=3, keep_recent=1)
+    for i in range(1, 31):
+        stm.add(turn(i, f"ok {i}"))
+    # folds at turns 4, 7, ..., 28 (each keeps the newest turn); "ok i" scores 0
+    assert stm.folds == 9 and stm.summary == "" and stm.summary_record is None
+    assert [r.id for r in stm.records()] == ["t28", "t29", "t30"]
+
+
+def test_llm_summary_sources_are_all_turns_folded_since_it_was_last_empty():
+    from memlab.llm import OfflineLLM
+
+    llm_stm = ShortTermMemory(max_turns=2, keep_recent=1, summarizer=LLMSummarizer(OfflineLLM()))
+    texts = ["ok 1", "ok 2", "I own 33 cats.", "ok 4", "ok 5", "ok 6", "ok 7"]
+    seen = []
+    for i, text in enumerate(texts, 1):
+        llm_stm.add(turn(i, text))
+        record = llm_stm.summary_record
+        seen.append((llm_stm.summary, record.source_ids if record else None))
+    assert seen[2] == ("", None)  # t1, t2 folded into an empty summary: no sources
+    # t3, t4 folded: the model was shown both and may draw on either
+    assert seen[4] == ("user: I own 33 cats.", ["t3", "t4"])
+    assert seen[6] == ("user: I own 33 cats.", ["t3", "t4", "t5", "t6"])
+    assert llm_stm.summary_pieces == [("user: I own 33 cats.", ("t3", "t4", "t5", "t6"))]
+
+
+def test_summarize_with_sources_sync_and_async_agree():
+    s = ExtractiveSummarizer()
+    chunk = [turn(1, "Nice weather."), turn(2, "I own 3 cats.")]
+    assert s.summarize_with_sources(chunk) == ("user: I own 3 cats.", ["t2"])
+    assert asyncio.run(s.asummarize_with_sources(chunk)) == ("user: I own 3 cats.", ["t2"])
+    assert s.summarize_with_sources([turn(1, "ok")]) == ("", [])

@@ -174,3 +174,21 @@ def test_step_parameters_are_validated_on_set_params():
         Filter(max_items=-1)
     with pytest.raises(ConfigError, match="k must be an int >= 1, got 0"):
         Retrieve(k=0)
+
+
+def test_async_update_archives_with_the_same_sources():
+    def run(use_async: bool) -> list[tuple[str, list[str]]]:
+        lay = Layers(ShortTermMemory(max_turns=3, keep_recent=1), LongTermMemory(), RuleBasedExtractor())
+        update = Update()
+        turns = [MemoryRecord("user", t, id=f"D1:{i}", timestamp=100.0 * i)
+                 for i, t in enumerate(["I live in Paris.", "Nice.", "Cool!", "Ok."], 1)]
+        for r in turns:
+            if use_async:
+                asyncio.run(update.aobserve(r, lay))
+            else:
+                update.observe(r, lay)
+        return [(m.content, m.metadata["source_ids"]) for m in lay.long_term.records()
+                if m.metadata["memory_type"] == "event_summary"]
+
+    # only turn 1's sentence was kept, so only D1:1 is the event summary's source
+    assert run(False) == run(True) == [("user: I live in Paris.", ["D1:1"])]

@@ -82,3 +82,36 @@ def test_deterministic_and_async():
     llm = OfflineLLM()
     c = asyncio.run(llm.acomplete(msgs))
     assert c == a and llm.usage.calls == 1
+
+
+def test_question_is_the_text_after_the_last_question_marker():
+    from memlab.llm.offline import question_of
+
+    assert question_of("Answer briefly.\n\nQuestion: Where did the user stay?") == "Where did the user stay?"
+    assert question_of("Question: a?\nQuestion: b?") == "b?"
+    assert question_of("  What does Ann love? ") == "What does Ann love?"
+
+
+def test_answers_ignore_the_instruction_words():
+    from memlab.eval.answers import Answerer
+
+    context = [{"role": "user", "content": "Let's add a short tempo section. I stayed at the Ibis in Hamburg."}]
+    # the instruction's "short" no longer picks the first sentence: the question's "stay" picks the second
+    assert Answerer(OfflineLLM()).answer(context, "Where did the user stay?").text == \
+        "I stayed at the Ibis in Hamburg."
+
+
+def test_answers_never_echo_the_question():
+    from memlab.eval.answers import Answerer
+
+    llm = OfflineLLM()
+    # a layered context ends with the question as a user message: that message is skipped
+    context = [{"role": "system", "content": "Relevant memories:\n- [2024-05-01] I stayed at the Ibis."},
+               {"role": "user", "content": "Where did the user stay?"}]
+    assert Answerer(llm).answer(context, "Where did the user stay?").text == "I stayed at the Ibis."
+    # a sentence equal to, or contained in, the question is never the answer
+    said = [{"role": "assistant", "content": "Where did I stay in Hamburg? You stayed at the Ibis."},
+            {"role": "user", "content": "So, where did I stay in Hamburg?"}]
+    assert llm.complete(said).text == "You stayed at the Ibis."
+    # the final user message's own sentences are never candidates
+    assert llm.complete([{"role": "user", "content": "Paris is nice. Where is Paris?"}]).text == "I don't know."

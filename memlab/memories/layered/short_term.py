@@ -8,7 +8,7 @@ from ...base import Component, ConfigError, MemlabError
 from ...llm.base import LLMUsage
 from ...llm.counting import resolve_counter
 from ...records import MemoryRecord, Role
-from .summarize import ExtractiveSummarizer, Summarizer
+from .summarize import ExtractiveSummarizer, Summarizer, SummaryPiece, pieces_sources, pieces_text
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation] "
 SUMMARY_ID = "short-term-summary"
@@ -21,13 +21,18 @@ class ShortTermMemory(Component):
     ``len(turns) > max_turns`` (if set) or when the tokens of ``messages()`` (summary
     included) exceed ``summarize_at * token_budget``. Folding hands the oldest turns,
     all but the newest ``keep_recent``, with the previous summary to ``summarizer``
-    (``ExtractiveSummarizer()`` by default) and keeps its answer as the new summary.
+    (``ExtractiveSummarizer()`` by default) and keeps its answer as the new summary
+    (``Summarizer.fold``: the summary is kept as pieces, each with its own sources).
 
     The summary is the first message, role ``system``, its content starting with
     ``SUMMARY_PREFIX``; as a record its metadata is ``{"kind": "summary", "source_ids":
-    [...every folded turn...]}``. Its tokens count against the budget. If the newest
-    ``keep_recent`` turns and the summary alone exceed the threshold, nothing more is
-    folded (``over_budget`` says so): the newest turns are never summarised away.
+    [...]}``, the source ids being exactly the turns the current summary draws on: for
+    ``ExtractiveSummarizer``, the turns its kept sentences came from (a sentence carried
+    over keeps its original turn); for ``LLMSummarizer``, whose attribution is unknown,
+    all turns folded so far. An empty summary is no message and has no sources.
+    The summary's tokens count against the budget. If the newest ``keep_recent`` turns
+    and the summary alone exceed the threshold, nothing more is folded (``over_budget``
+    says so): the newest turns are never summarised away.
     Folded chunks wait in ``drain_folded()`` for whoever archives them (the layered memory).
     """
 
@@ -63,8 +68,7 @@ class ShortTermMemory(Component):
     # -- state -----------------------------------------------------------------------
     def clear(self) -> None:
         self._turns: list[MemoryRecord] = []
-        self._summary = ""
-        self._summary_sources: list[str] = []
+        self._pieces: list[SummaryPiece] = []
         self._summary_time = 0.0
         self._folded: list[list[MemoryRecord]] = []
         self._folds = 0
@@ -76,7 +80,13 @@ class ShortTermMemory(Component):
 
     @property
     def summary(self) -> str:
-        return self._summary
+        return pieces_text(self._pieces)
+
+    @property
+    def summary_pieces(self) -> list[SummaryPiece]:
+        """The summary as (text, source ids) pieces: one per kept sentence for the extractive
+        summariser, one for the whole summary for an LLM."""
+        return list(self._pieces)
 
     @property
     def folds(self) -> int:
@@ -85,11 +95,11 @@ class ShortTermMemory(Component):
 
     @property
     def summary_record(self) -> MemoryRecord | None:
-        if not self._summary and not self._summary_sources:
+        if not self._pieces:
             return None
-        return MemoryRecord(role=Role.SYSTEM, content=SUMMARY_PREFIX + self._summary, id=SUMMARY_ID,
+        return MemoryRecord(role=Role.SYSTEM, content=SUMMARY_PREFIX + self.summary, id=SUMMARY_ID,
                             timestamp=self._summary_time,
-                            metadata={"kind": "summary", "source_ids": list(self._summary_sources)})
+                            metadata={"kind": "summary", "source_ids": pieces_sources(self._pieces)})
 
     def records(self) -> list[MemoryRecord]:
         """The summary record (if any) followed by the kept turns."""
@@ -130,13 +140,13 @@ class ShortTermMemory(Component):
         """Append ``record``; returns the turns folded into the summary (often none)."""
         chunk = self._append(record)
         if chunk:
-            self._apply(chunk, self._summarizer.summarize(chunk, self._summary))
+            self._apply(chunk, self._summarizer.fold(chunk, self._pieces))
         return chunk
 
     async def aadd(self, record: MemoryRecord) -> list[MemoryRecord]:
         chunk = self._append(record)
         if chunk:
-            self._apply(chunk, await self._summarizer.asummarize(chunk, self._summary))
+            self._apply(chunk, await self._summarizer.afold(chunk, self._pieces))
         return chunk
 
     def _append(self, record: MemoryRecord) -> list[MemoryRecord]:
@@ -149,11 +159,9 @@ class ShortTermMemory(Component):
         cut = len(self._turns) - self.keep_recent
         return self._turns[:cut]
 
-    def _apply(self, chunk: list[MemoryRecord], summary: str) -> None:
+    def _apply(self, chunk: list[MemoryRecord], pieces: list[SummaryPiece]) -> None:
         self._turns = self._turns[len(chunk):]
-        self._summary = summary.strip()
-        self._summary_sources = list(dict.fromkeys(self._summary_sources +
-                                                   [s for r in chunk for s in r.source_ids]))
+        self._pieces = [(text.strip(), tuple(ids)) for text, ids in pieces if text.strip()]
         self._summary_time = max([self._summary_time] + [r.timestamp for r in chunk])
         self._folded.append(chunk)
         self._folds += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ...base import Component, ConfigError
 from ...llm.base import LLM, LLMUsage, UsesLLM
@@ -10,24 +11,49 @@ from ...llm.prompts import speaker_of, summarize_prompt
 from ...llm.text import sentences, terms
 from ...records import MemoryRecord
 
+#: One piece of a running summary: its text (a sentence, or the whole summary) and the
+#: source ids of the dialogue turns that text draws on.
+SummaryPiece = tuple[str, tuple[str, ...]]
+
 
 class Summarizer(Component):
-    """``summarize(turns, previous)`` returns the new running summary (replacing ``previous``)."""
+    """``summarize(turns, previous)`` returns the new running summary (replacing ``previous``).
+
+    ``fold(turns, previous_pieces)`` does the same with attribution: the previous summary
+    and the new one are lists of ``SummaryPiece`` (text, source ids), so that a summary
+    names as its sources exactly the turns it still draws on. The default, right for a
+    summariser that rewrites freely (an LLM) and so cannot say what came from where, is one
+    piece holding the whole new summary and crediting every turn it was shown: the sources
+    of the previous pieces plus the folded turns (that is, all turns folded so far, unless
+    an earlier summary came back empty). An empty summary is no piece and has no sources.
+    """
 
     def summarize(self, records: list[MemoryRecord], previous: str = "") -> str:
         raise NotImplementedError
 
+    async def asummarize(self, records: list[MemoryRecord], previous: str = "") -> str:
+        return self.summarize(records, previous)
+
     def summarize_with_sources(self, records: list[MemoryRecord],
                                previous: str = "") -> tuple[str, list[str]]:
-        """The summary and the source ids of the turns it draws on (here: all of them)."""
-        return self.summarize(records, previous), _sources(records)
+        """The summary and the source ids of the turns it draws on (here: all of them;
+        none when the summary is empty)."""
+        text = self.summarize(records, previous).strip()
+        return text, _sources(records) if text else []
 
     async def asummarize_with_sources(self, records: list[MemoryRecord],
                                       previous: str = "") -> tuple[str, list[str]]:
-        return await self.asummarize(records, previous), _sources(records)
+        text = (await self.asummarize(records, previous)).strip()
+        return text, _sources(records) if text else []
 
-    async def asummarize(self, records: list[MemoryRecord], previous: str = "") -> str:
-        return self.summarize(records, previous)
+    def fold(self, records: list[MemoryRecord],
+             previous: Sequence[SummaryPiece] = ()) -> list[SummaryPiece]:
+        """The new summary as pieces (see the class docstring)."""
+        return _whole(self.summarize(records, pieces_text(previous)), records, previous)
+
+    async def afold(self, records: list[MemoryRecord],
+                    previous: Sequence[SummaryPiece] = ()) -> list[SummaryPiece]:
+        return _whole(await self.asummarize(records, pieces_text(previous)), records, previous)
 
     @property
     def usage(self) -> LLMUsage:
@@ -64,6 +90,12 @@ class ExtractiveSummarizer(Summarizer):
     after scoring). Each gets ``sentence_score``; those scoring above 0 compete for ``max_sentences`` places
     (higher score first, earlier first on ties) and are output in their original order,
     so the summary never grows beyond ``max_sentences`` sentences.
+
+    Attribution is exact: each kept sentence is one piece whose sources are the turn it
+    was taken from, and a sentence carried over from the previous summary keeps the
+    sources it had (``fold``; a previous summary given as a plain string, as in
+    ``summarize_with_sources``, has none). In ``fold`` the previous pieces are candidates
+    as they are, never re-split.
     """
 
     def __init__(self, max_sentences: int = 6, max_sentence_chars: int = 200):
@@ -83,19 +115,31 @@ class ExtractiveSummarizer(Summarizer):
     def summarize_with_sources(self, records: list[MemoryRecord],
                                previous: str = "") -> tuple[str, list[str]]:
         """The summary and the source ids of exactly the turns whose sentences it kept."""
-        # (shown text, source turn, score); the score is taken on the whole sentence
-        candidates: list[tuple[str, MemoryRecord | None, int]] = [
-            (s, None, sentence_score(s)) for s in sentences(previous)]
+        pieces = self.fold(records, [(s, ()) for s in sentences(previous)])
+        return pieces_text(pieces), pieces_sources(pieces)
+
+    async def asummarize_with_sources(self, records: list[MemoryRecord],
+                                      previous: str = "") -> tuple[str, list[str]]:
+        return self.summarize_with_sources(records, previous)
+
+    def fold(self, records: list[MemoryRecord],
+             previous: Sequence[SummaryPiece] = ()) -> list[SummaryPiece]:
+        """The kept sentences, one piece each, with the sources they came from."""
+        # (shown text, sources, score); a turn's sentence is scored whole, before the cut
+        candidates: list[tuple[str, tuple[str, ...], int]] = [
+            (text, tuple(ids), sentence_score(text)) for text, ids in previous]
         for record in records:
+            ids = tuple(record.source_ids)
             for s in sentences(record.content):
-                candidates.append((f"{speaker_of(record)}: {self._cut(s)}", record,
+                candidates.append((f"{speaker_of(record)}: {self._cut(s)}", ids,
                                    sentence_score(f"{speaker_of(record)}: {s}")))
         kept = sorted((i for i, c in enumerate(candidates) if c[2] > 0),
                       key=lambda i: (-candidates[i][2], i))[:self.max_sentences]
-        order = sorted(kept)
-        text = " ".join(candidates[i][0] for i in order)
-        used = [candidates[i][1] for i in order]
-        return text, _sources([r for r in used if r is not None])
+        return [(candidates[i][0], candidates[i][1]) for i in sorted(kept)]
+
+    async def afold(self, records: list[MemoryRecord],
+                    previous: Sequence[SummaryPiece] = ()) -> list[SummaryPiece]:
+        return self.fold(records, previous)
 
     def _cut(self, s: str) -> str:
         return s if len(s) <= self.max_sentence_chars else s[:self.max_sentence_chars].rstrip() + "..."
@@ -104,7 +148,11 @@ class ExtractiveSummarizer(Summarizer):
 class LLMSummarizer(UsesLLM, Summarizer):
     """Ask ``llm`` to fold turns into the summary, keeping stated facts, agreements/decisions
     and to-dos (see ``memlab.llm.prompts.summarize_prompt``); answers are capped at
-    ``max_tokens`` and the prompt asks for at most ``0.75 * max_tokens`` words."""
+    ``max_tokens`` and the prompt asks for at most ``0.75 * max_tokens`` words.
+
+    The model rewrites freely, so which turns the summary still draws on is unknown: its
+    sources are every turn it was shown, i.e. all turns folded so far (``Summarizer.fold``).
+    """
 
     def __init__(self, llm: LLM, max_tokens: int = 200):
         self.llm = llm
@@ -128,3 +176,21 @@ class LLMSummarizer(UsesLLM, Summarizer):
 
 def _sources(records: list[MemoryRecord]) -> list[str]:
     return list(dict.fromkeys(s for r in records for s in r.source_ids))
+
+
+def pieces_text(pieces: Sequence[SummaryPiece]) -> str:
+    """The summary text: the pieces' texts joined by single spaces."""
+    return " ".join(text for text, _ in pieces if text)
+
+
+def pieces_sources(pieces: Sequence[SummaryPiece]) -> list[str]:
+    """The source ids of all pieces, first occurrence first."""
+    return list(dict.fromkeys(s for _, ids in pieces for s in ids))
+
+
+def _whole(text: str, records: list[MemoryRecord], previous: Sequence[SummaryPiece]) -> list[SummaryPiece]:
+    """``text`` as one piece crediting the previous pieces' sources and ``records``."""
+    text = text.strip()
+    if not text:
+        return []
+    return [(text, tuple(dict.fromkeys(pieces_sources(previous) + _sources(records))))]

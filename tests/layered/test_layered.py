@@ -204,8 +204,10 @@ def test_named_layered_with_an_llm_summarises_with_it():
     assert prompt == 220
     assert m.usage_by_step()["summarize"] == {"prompt_tokens": 2 * prompt, "completion_tokens": 98,
                                               "calls": 2, "cached_calls": 0}
-    # an LLM's attribution is unknown: its summary draws on every folded turn
-    assert m.steps["short_term"].summary_record.source_ids == [f"D1:{i}" for i in range(1, 8)]
+    # an LLM summary is attributed lexically: a folded turn counts when at least half of its
+    # stemmed content terms are in the summary ("Nice to meet you, Ann." and "Coffee lovers
+    # unite." keep 1 of 3; "Rex sounds lovely." keeps rex and love(ly))
+    assert m.steps["short_term"].summary_record.source_ids == ["D1:1", "D1:3", "D1:5", "D1:6", "D1:7"]
     offline = strategies.get("layered")
     assert isinstance(offline.steps["short_term"].resolved_summarizer, ExtractiveSummarizer)
     for r in turns:

@@ -181,7 +181,7 @@ def test_empty_summary_has_no_record_and_no_sources():
     assert [r.id for r in stm.records()] == ["t28", "t29", "t30"]
 
 
-def test_llm_summary_sources_are_all_turns_folded_since_it_was_last_empty():
+def test_llm_summary_sources_are_the_folded_turns_it_lexically_keeps():
     from memlab.llm import OfflineLLM
 
     llm_stm = ShortTermMemory(max_turns=2, keep_recent=1, summarizer=LLMSummarizer(OfflineLLM()))
@@ -192,10 +192,20 @@ def test_llm_summary_sources_are_all_turns_folded_since_it_was_last_empty():
         record = llm_stm.summary_record
         seen.append((llm_stm.summary, record.source_ids if record else None))
     assert seen[2] == ("", None)  # t1, t2 folded into an empty summary: no sources
-    # t3, t4 folded: the model was shown both and may draw on either
-    assert seen[4] == ("user: I own 33 cats.", ["t3", "t4"])
-    assert seen[6] == ("user: I own 33 cats.", ["t3", "t4", "t5", "t6"])
-    assert llm_stm.summary_pieces == [("user: I own 33 cats.", ("t3", "t4", "t5", "t6"))]
+    # t3, t4 folded: the summary keeps t3's terms (own, 33, cats); "ok 4" has no content terms
+    assert seen[4] == ("user: I own 33 cats.", ["t3"])
+    assert seen[6] == ("user: I own 33 cats.", ["t3"])
+    assert llm_stm.summary_pieces == [("user: I own 33 cats.", ("t3",))]
+
+
+def test_lexical_attribution_threshold_is_half_of_the_distinct_content_terms():
+    from memlab.memories.layered.summarize import attributed
+
+    recs = [turn(1, "Paris trip booked"), turn(2, "Paris weather cold"), turn(3, "ok")]
+    pieces = attributed("The Paris trip is booked for May.", recs, previous=[("Rome visit", ("t0",))])
+    # t1: 3 of 3 terms; t2: 1 of 3 < ceil(1.5) = 2; t3: no terms; previous piece: 0 of 2
+    assert pieces == [("The Paris trip is booked for May.", ("t1",))]
+    assert attributed("  ", recs) == []
 
 
 def test_summarize_with_sources_sync_and_async_agree():

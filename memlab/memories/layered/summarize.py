@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
 from ...base import Component, ConfigError
 from ...llm.base import LLM, LLMUsage, UsesLLM
 from ...llm.prompts import speaker_of, summarize_prompt
-from ...llm.text import sentences, terms
+from ...llm.text import sentences, stem, terms, unique
 from ...records import MemoryRecord
 
 #: One piece of a running summary: its text (a sentence, or the whole summary) and the
@@ -21,11 +22,13 @@ class Summarizer(Component):
 
     ``fold(turns, previous_pieces)`` does the same with attribution: the previous summary
     and the new one are lists of ``SummaryPiece`` (text, source ids), so that a summary
-    names as its sources exactly the turns it still draws on. The default, right for a
-    summariser that rewrites freely (an LLM) and so cannot say what came from where, is one
-    piece holding the whole new summary and crediting every turn it was shown: the sources
-    of the previous pieces plus the folded turns (that is, all turns folded so far, unless
-    an earlier summary came back empty). An empty summary is no piece and has no sources.
+    names as its sources exactly the turns it still draws on. The default, for a summariser
+    that rewrites freely (an LLM) and so cannot say what came from where, is one piece
+    holding the whole new summary, attributed lexically: a folded turn (or a previous
+    piece, with its sources) is credited when at least half of its distinct stemmed content
+    terms occur in the new summary (``attributed``). Crediting every turn shown would make
+    any summarising strategy's context recall 1.0 by construction; crediting none would
+    hide what the summary kept. An empty summary is no piece and has no sources.
     """
 
     def summarize(self, records: list[MemoryRecord], previous: str = "") -> str:
@@ -36,24 +39,24 @@ class Summarizer(Component):
 
     def summarize_with_sources(self, records: list[MemoryRecord],
                                previous: str = "") -> tuple[str, list[str]]:
-        """The summary and the source ids of the turns it draws on (here: all of them;
+        """The summary and the source ids of the turns it draws on (lexical attribution;
         none when the summary is empty)."""
         text = self.summarize(records, previous).strip()
-        return text, _sources(records) if text else []
+        return text, pieces_sources(attributed(text, records))
 
     async def asummarize_with_sources(self, records: list[MemoryRecord],
                                       previous: str = "") -> tuple[str, list[str]]:
         text = (await self.asummarize(records, previous)).strip()
-        return text, _sources(records) if text else []
+        return text, pieces_sources(attributed(text, records))
 
     def fold(self, records: list[MemoryRecord],
              previous: Sequence[SummaryPiece] = ()) -> list[SummaryPiece]:
         """The new summary as pieces (see the class docstring)."""
-        return _whole(self.summarize(records, pieces_text(previous)), records, previous)
+        return attributed(self.summarize(records, pieces_text(previous)), records, previous)
 
     async def afold(self, records: list[MemoryRecord],
                     previous: Sequence[SummaryPiece] = ()) -> list[SummaryPiece]:
-        return _whole(await self.asummarize(records, pieces_text(previous)), records, previous)
+        return attributed(await self.asummarize(records, pieces_text(previous)), records, previous)
 
     @property
     def usage(self) -> LLMUsage:
@@ -150,8 +153,8 @@ class LLMSummarizer(UsesLLM, Summarizer):
     and to-dos (see ``memlab.llm.prompts.summarize_prompt``); answers are capped at
     ``max_tokens`` and the prompt asks for at most ``0.75 * max_tokens`` words.
 
-    The model rewrites freely, so which turns the summary still draws on is unknown: its
-    sources are every turn it was shown, i.e. all turns folded so far (``Summarizer.fold``).
+    The model rewrites freely, so which turns the summary still draws on is estimated
+    lexically (``attributed``, see ``Summarizer``).
     """
 
     def __init__(self, llm: LLM, max_tokens: int = 200):
@@ -174,10 +177,6 @@ class LLMSummarizer(UsesLLM, Summarizer):
         return completion.text.strip()
 
 
-def _sources(records: list[MemoryRecord]) -> list[str]:
-    return list(dict.fromkeys(s for r in records for s in r.source_ids))
-
-
 def pieces_text(pieces: Sequence[SummaryPiece]) -> str:
     """The summary text: the pieces' texts joined by single spaces."""
     return " ".join(text for text, _ in pieces if text)
@@ -188,9 +187,24 @@ def pieces_sources(pieces: Sequence[SummaryPiece]) -> list[str]:
     return list(dict.fromkeys(s for _, ids in pieces for s in ids))
 
 
-def _whole(text: str, records: list[MemoryRecord], previous: Sequence[SummaryPiece]) -> list[SummaryPiece]:
-    """``text`` as one piece crediting the previous pieces' sources and ``records``."""
+def attributed(text: str, records: list[MemoryRecord], previous: Sequence[SummaryPiece] = (),
+               min_share: float = 0.5) -> list[SummaryPiece]:
+    """``text`` as one piece crediting the turns (and previous pieces) it lexically keeps.
+
+    A source text with ``n`` distinct stemmed content terms is kept when at least
+    ``max(1, ceil(min_share * n))`` of them occur in ``text``; a source with no content
+    terms ("ok") is never credited.
+    """
     text = text.strip()
     if not text:
         return []
-    return [(text, tuple(dict.fromkeys(pieces_sources(previous) + _sources(records))))]
+    have = {stem(t) for t in terms(text)}
+
+    def kept(source: str) -> bool:
+        wanted = unique([stem(t) for t in terms(source)])
+        found = sum(1 for t in wanted if t in have)
+        return bool(wanted) and found >= max(1, math.ceil(min_share * len(wanted)))
+
+    ids = [s for piece, piece_ids in previous if kept(piece) for s in piece_ids]
+    ids += [s for r in records if kept(r.content) for s in r.source_ids]
+    return [(text, tuple(dict.fromkeys(ids)))]

@@ -170,9 +170,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                         n_jobs=args.n_jobs, where=str(path))
     from .eval.compare import to_markdown
 
-    print(to_markdown(result.summary))
+    ks = sorted(int(c.split("@")[1]) for c in result.summary.columns if c.startswith("recall@"))
+    k = 5 if 5 in ks else ks[-1]
+    wanted = ["strategy", "n_scored", f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "mrr",
+              "context_recall", "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
+    print(to_markdown(result.summary[[c for c in wanted if c in result.summary.columns]]))
     if result.output is not None:
-        print(f"\nwrote {result.output}")
+        print(f"\nwrote {result.output.resolve()} (summary.md has every metric)")
     return 0
 
 

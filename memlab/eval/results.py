@@ -68,7 +68,7 @@ def _encode(df: pd.DataFrame, csv: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
         raise MemlabError(f"results columns must be unique, got {list(df.columns)}")
     if not all(isinstance(c, str) for c in df.columns):
         raise MemlabError("results column names must be strings")
-    out = pd.DataFrame(index=pd.RangeIndex(len(df)))
+    columns: dict[str, pd.Series] = {}
     kinds: dict[str, Any] = {}
     for col in df.columns:
         s = df[col].reset_index(drop=True)
@@ -82,7 +82,9 @@ def _encode(df: pd.DataFrame, csv: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
             kind = {"kind": "json_text", "dtype": kind["dtype"]}
             s = s.astype(object).map(lambda v: "null" if _missing(v) else _to_json(v))
         kinds[col] = kind
-        out[col] = s
+        columns[col] = s
+    # built at once: inserting column by column fragments the frame (slow, and pandas warns)
+    out = pd.DataFrame(columns, index=pd.RangeIndex(len(df))) if columns else pd.DataFrame(index=pd.RangeIndex(len(df)))
     return out, {"version": 1, "columns": kinds}
 
 
@@ -95,7 +97,7 @@ def _missing(v: Any) -> bool:
 
 
 def _decode(df: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
-    out = pd.DataFrame(index=pd.RangeIndex(len(df)))
+    columns: dict[str, pd.Series] = {}
     for col, kind in meta["columns"].items():
         s = df[col]
         k = kind["kind"]
@@ -115,8 +117,10 @@ def _decode(df: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
                 s = pd.to_datetime(s, format="ISO8601") if dtype.startswith("datetime64") else pd.to_timedelta(s)
             if str(s.dtype) != dtype:
                 s = s.astype(dtype)
-        out[col] = s.reset_index(drop=True)
-    return out
+        columns[col] = s.reset_index(drop=True)
+    if not columns:
+        return pd.DataFrame(index=pd.RangeIndex(len(df)))
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(df)))
 
 
 def save_results(df: pd.DataFrame, path: str) -> str:

@@ -7,6 +7,10 @@ Run it on a fresh instance::
 
 Each check raises ``AssertionError`` with the check's name; on success the names of the
 checks that ran are returned.
+
+Two test doubles with hand-computable outputs are here too: ``WordCounter`` (one token per
+word) and ``KeywordEmbedder`` (counts of a fixed vocabulary), for exact budget and
+similarity arithmetic in tests.
 """
 
 from __future__ import annotations
@@ -14,9 +18,37 @@ from __future__ import annotations
 import pickle
 from typing import Any, Callable
 
+import re
+
+import numpy as np
+
 from .base import Component
+from .embeddings.base import Embedder
 from .records import MemoryRecord, Role
 from .strategies.base import Context, Strategy
+from .tokens import TokenCounter
+
+
+class WordCounter(TokenCounter):
+    """One token per whitespace-separated word, so budgets are exact arithmetic."""
+
+    def _count(self, text: str) -> int:
+        return len(text.split())
+
+
+class KeywordEmbedder(Embedder):
+    """Counts of fixed vocabulary words: cosine similarities are computable by hand."""
+
+    def __init__(self, vocab: tuple[str, ...] = ("apple", "banana", "cherry")):
+        self.vocab = vocab
+
+    @property
+    def dim(self) -> int:
+        return len(self.vocab)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        words = [re.findall(r"\w+", t.lower()) for t in texts]
+        return np.array([[w.count(v) for v in self.vocab] for w in words], dtype=np.float32)
 
 #: A short dialogue used by the checks: facts, distractors, a change of preference.
 CHECK_TURNS: list[tuple[str, str]] = [

@@ -5,14 +5,10 @@ import pytest
 from memlab.base import ConfigError, MemlabError
 from memlab.context import ContextBudgetError, ScoreBasedContextCreator
 from memlab.records import ContextRecord, MemoryRecord, ToolCall
-from memlab.tokens import TiktokenCounter, TokenCounter
+from memlab.testing import WordCounter
+from memlab.tokens import TiktokenCounter
 
 
-class WordCounter(TokenCounter):
-    """One token per whitespace-separated word: exact arithmetic in tests."""
-
-    def _count(self, text):
-        return len(text.split())
 
 
 def cr(id, role, content, ts, score, **kw):

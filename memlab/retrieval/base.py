@@ -185,3 +185,27 @@ def check_candidates(candidates: object) -> None:
     """``candidates`` (how many hits a wrapper asks its children for) must be a positive int."""
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
         raise ConfigError(f"candidates must be a positive int, got {candidates!r}")
+
+
+class WrapperRetriever(Retriever):
+    """A retriever around another one (``self.retriever``): indexing is delegated to it.
+
+    Subclasses set ``self.retriever`` and re-score, filter or fuse in ``search``; records
+    added or removed through the wrapper reach the wrapped retriever (and, for a hybrid,
+    every child).
+    """
+
+    retriever: Retriever
+
+    def _check_wrapped(self) -> None:
+        if not isinstance(self.retriever, Retriever):
+            raise ConfigError(f"retriever must be a Retriever, got {type(self.retriever).__name__}")
+
+    def _add(self, records: list[MemoryRecord]) -> None:
+        self.retriever.add(records)
+
+    def _remove(self, ids: list[str]) -> None:
+        self.retriever.remove(ids)
+
+    def _clear(self) -> None:
+        self.retriever.reset()

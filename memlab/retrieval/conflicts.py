@@ -22,7 +22,7 @@ from ..base import Component, ConfigError
 from ..embeddings.base import Embedder
 from ..embeddings.hashing import HashingEmbedder
 from ..records import Hit, MemoryRecord
-from .base import Retriever
+from .base import Retriever, WrapperRetriever
 from .filters import Where
 
 OUTDATED = "outdated"
@@ -94,7 +94,7 @@ class ConflictResolver(Component):
         return superseded
 
 
-class ExcludeOutdated(Retriever):
+class ExcludeOutdated(WrapperRetriever):
     """Wraps ``retriever`` and drops hits whose record is outdated (live metadata).
 
     Asks for ``k`` hits, and asks again for twice as many while outdated ones leave
@@ -110,18 +110,8 @@ class ExcludeOutdated(Retriever):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if not isinstance(self.retriever, Retriever):
-            raise ConfigError(f"retriever must be a Retriever, got {type(self.retriever).__name__}")
+        self._check_wrapped()
         self._sync([self.retriever])
-
-    def _add(self, records: list[MemoryRecord]) -> None:
-        self.retriever.add(records)
-
-    def _remove(self, ids: list[str]) -> None:
-        self.retriever.remove(ids)
-
-    def _clear(self) -> None:
-        self.retriever.reset()
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None,
                now: float | None = None) -> list[Hit]:

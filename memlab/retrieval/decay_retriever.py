@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from ..base import ConfigError
 from ..decay import Clock, DecayModel, Ebbinghaus
 from ..records import Hit, MemoryRecord
-from .base import Retriever, check_candidates
+from .base import Retriever, WrapperRetriever, check_candidates
 from .filters import Where
 from .fusion import normalize_scores
 
@@ -15,7 +15,7 @@ COMBINE_MODES = ("multiply", "add", "weighted")
 REINFORCE_MODES = ("returned", "none")
 
 
-class DecayRetriever(Retriever):
+class DecayRetriever(WrapperRetriever):
     """Wraps ``retriever`` and weighs its relevance scores by memory retention.
 
     Per record: ``strength`` (``decay.initial()`` at add), ``last_recall`` (the record's
@@ -64,8 +64,7 @@ class DecayRetriever(Retriever):
     def _on_params_changed(self) -> None:
         if self.decay is None:
             self.decay = Ebbinghaus()
-        if not isinstance(self.retriever, Retriever):
-            raise ConfigError(f"retriever must be a Retriever, got {type(self.retriever).__name__}")
+        self._check_wrapped()
         if not isinstance(self.decay, DecayModel):
             raise ConfigError(f"decay must be a DecayModel (Ebbinghaus, ExponentialRecency, "
                               f"TimeWeighting), got {type(self.decay).__name__}")

@@ -18,8 +18,8 @@ from abc import abstractmethod
 from collections import Counter
 
 from ..base import Component, ConfigError
-from ..records import Hit, MemoryRecord
-from .base import Retriever, check_candidates
+from ..records import Hit
+from .base import Retriever, WrapperRetriever, check_candidates
 from .filters import Where
 from .fusion import RRF, Fusion
 from .tokenize import Tokenizer
@@ -103,7 +103,7 @@ class PseudoRelevanceFeedback(QueryExpander):
         return [query, expanded]
 
 
-class ExpansionRetriever(Retriever):
+class ExpansionRetriever(WrapperRetriever):
     """Searches every query from ``expander`` on ``retriever`` and fuses the lists.
 
     Each query asks for ``max(k, candidates)`` hits; the fused list (``fusion``, default
@@ -128,23 +128,13 @@ class ExpansionRetriever(Retriever):
     def _on_params_changed(self) -> None:
         if self.fusion is None:
             self.fusion = RRF()
-        if not isinstance(self.retriever, Retriever):
-            raise ConfigError(f"retriever must be a Retriever, got {type(self.retriever).__name__}")
+        self._check_wrapped()
         if not isinstance(self.expander, QueryExpander):
             raise ConfigError(f"expander must be a QueryExpander, got {type(self.expander).__name__}")
         if not isinstance(self.fusion, Fusion):
             raise ConfigError(f"fusion must be a Fusion (RRF, WeightedSum), got {type(self.fusion).__name__}")
         check_candidates(self.candidates)
         self._sync([self.retriever])
-
-    def _add(self, records: list[MemoryRecord]) -> None:
-        self.retriever.add(records)
-
-    def _remove(self, ids: list[str]) -> None:
-        self.retriever.remove(ids)
-
-    def _clear(self) -> None:
-        self.retriever.reset()
 
     def queries(self, query: str, *, where: Where | None = None, now: float | None = None) -> list[str]:
         """The expanded queries (original first, as the expander returns them)."""

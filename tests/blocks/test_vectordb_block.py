@@ -1,6 +1,5 @@
 import json
 import math
-import re
 
 import numpy as np
 import pytest
@@ -8,25 +7,12 @@ import pytest
 from memlab.base import ConfigError, MemlabError
 from memlab.blocks import MemoryBlock, VectorDBBlock
 from memlab.blocks.vectordb import RECORD_KEY, record_metadata
-from memlab.embeddings.base import Embedder
 from memlab.embeddings.hashing import HashingEmbedder
 from memlab.records import MemoryRecord, ToolCall
 from memlab.storage.vector import NumpyVectorStore
+from memlab.testing import KeywordEmbedder
 
 
-class KeywordEmbedder(Embedder):
-    """Counts of fixed vocabulary words: cosine similarities are computable by hand."""
-
-    def __init__(self, vocab: tuple[str, ...] = ("apple", "banana", "cherry")):
-        self.vocab = vocab
-
-    @property
-    def dim(self):
-        return len(self.vocab)
-
-    def _embed(self, texts):
-        words = [re.findall(r"\w+", t.lower()) for t in texts]
-        return np.array([[w.count(v) for v in self.vocab] for w in words], dtype=np.float32)
 
 
 def make_store(kind):

@@ -135,7 +135,10 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     frames = []
     for spec in specs:
         label = str(spec.get("label") or spec.get("name") or spec.get("class"))
-        strategy = build_strategy({k: v for k, v in spec.items() if k != "label"})
+        try:
+            strategy = build_strategy({k: v for k, v in spec.items() if k != "label"})
+        except (MemlabError, TypeError) as exc:  # name the file and the strategy entry
+            raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
         frames.append(sweep(strategy, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
                             progress=progress))
     results = pd.concat(frames, ignore_index=True)

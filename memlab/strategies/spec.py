@@ -23,7 +23,7 @@ import importlib
 import inspect
 from typing import Any, Mapping
 
-from ..base import Component, ConfigError
+from ..base import Component, ConfigError, did_you_mean
 from .base import Strategy, registry
 
 
@@ -66,6 +66,10 @@ def build_named(name: str, params: Mapping[str, Any]) -> Strategy:
     rest = {k: _build_value(v) for k, v in params.items() if k not in accepted}
     strategy = factory(**direct)
     if rest:
+        known = sorted(accepted | set(strategy._param_names()))
+        for key in rest:
+            if key.partition("__")[0] not in known:
+                raise ConfigError(did_you_mean(key, known, f"parameter of strategy {name!r}"))
         strategy.set_params(**rest)
     return strategy
 

@@ -90,6 +90,8 @@ output = "out"
     (lambda c: c["run"].update(k=3), r"unknown key\(s\) in \[run\]: \['k'\]"),
     (lambda c: c.update(strategy={"name": "bm25"}), "either \\[strategy\\] or \\[\\[strategies\\]\\]"),
     (lambda c: c["plots"].append({"kind": "pie"}), "kind must be one of"),
+    (lambda c: c["strategies"][0]["params"].update(window_sise=1),
+     "sweep file: strategy 'win': unknown parameter of strategy 'window' 'window_sise'. Did you mean 'window_size'"),
 ])
 def test_bad_sweep_files_name_the_problem(tmp_path, tiny_file, mutate, message):
     config = _config(tmp_path, tiny_file)

@@ -30,8 +30,11 @@ class ScoreBasedContextCreator(Component):
     ``create_context(records)`` (CAMEL's June-2025 algorithm, with memlab's fixes):
 
     1. Deduplicate by record id, keeping the entry with the higher score (ties: the first).
-    2. Order chronologically by the record's own timestamp, ties by input order.
-    3. If the first record is SYSTEM/DEVELOPER it is always kept; if
+    2. If the first record given is SYSTEM/DEVELOPER it is protected: it goes first whatever
+       its timestamp (a system prompt written today before turns replayed with older
+       dialogue times stays in front). The others are ordered chronologically by their own
+       timestamps, ties by input order.
+    3. The protected system record is always kept; if
        ``count_messages([system]) > token_limit`` raise ContextBudgetError naming both numbers.
     4. If ``count_messages(all) <= token_limit`` return all of them.
     5. Otherwise group the rest into units: an assistant message with tool calls together
@@ -74,12 +77,14 @@ class ScoreBasedContextCreator(Component):
 
     def select(self, records: Sequence[ContextRecord]) -> list[ContextRecord]:
         """The records ``create_context`` keeps, chronological: which memories the model sees."""
-        ordered = _chronological(_dedupe(records))
-        if not ordered:
+        unique = _dedupe(records)
+        if not unique:
             return []
+        head = unique[:1] if unique[0].memory_record.role.is_system else []
+        ordered = head + _chronological(unique[len(head):])
         messages = [r.memory_record.to_openai() for r in ordered]
         costs = [self._counter.count_message(m) for m in messages]
-        system = 1 if ordered[0].memory_record.role.is_system else 0
+        system = len(head)
         if system:
             needed = costs[0] + REPLY_PRIMING_TOKENS
             if needed > self.token_limit:

@@ -190,3 +190,21 @@ def test_invariants_on_random_inputs():
         calls = {tc["id"] for m in msgs for tc in m.get("tool_calls", [])}
         results = {m["tool_call_id"] for m in msgs if m["role"] == "tool"}
         assert calls == results  # every kept call has its result and vice versa
+
+
+def test_the_leading_system_message_stays_first_and_protected_whatever_its_timestamp():
+    creator = ScoreBasedContextCreator(token_counter=WordCounter(), token_limit=30)
+    system = cr("sys", "system", "You are a helpful travel agent today", 5000.0, 1.0)
+    turns = [cr(f"u{i}", "user", f"turn number {i}", 1000.0 + i, 0.5) for i in range(3)]
+    messages, _ = creator.create_context([system] + turns)
+    assert [m["role"] for m in messages][0] == "system"
+    # 3 + 1 + 7 words = 11 > a budget of 12 - 3 reply tokens: the system message alone does not fit
+    with pytest.raises(ContextBudgetError):
+        ScoreBasedContextCreator(token_counter=WordCounter(), token_limit=12).create_context([system] + turns)
+
+
+def test_a_system_message_that_is_not_first_is_an_ordinary_record():
+    creator = ScoreBasedContextCreator(token_counter=WordCounter(), token_limit=1000)
+    turns = [cr("u0", "user", "hello", 1.0, 0.5), cr("sys", "system", "late system note", 0.5, 1.0)]
+    messages, _ = creator.create_context(turns)
+    assert [m["content"] for m in messages] == ["late system note", "hello"]

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import ConfigError
+from ..blocks.chat_history import check_keep_rate
 from ..context import ScoreBasedContextCreator
 from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
@@ -81,14 +83,13 @@ class RetrievalStrategy(Strategy):
 
     # -- configuration ---------------------------------------------------------------
     def _on_params_changed(self) -> None:
-        if not 0.0 <= float(self.keep_rate) <= 1.0:
-            raise ValueError(f"keep_rate must be in [0, 1], got {self.keep_rate}")
+        check_keep_rate(self.keep_rate)
         if self.reinforce not in ("used", "returned", "none"):
-            raise ValueError(f"reinforce must be 'used', 'returned' or 'none', got {self.reinforce!r}")
+            raise ConfigError(f"reinforce must be 'used', 'returned' or 'none', got {self.reinforce!r}")
         for name in ("candidates", "history_window", "context_k", "token_limit"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+                raise ConfigError(f"{name} must be a non-negative int, got {value!r}")
         self._build()
 
     def _build(self) -> None:
@@ -106,6 +107,7 @@ class RetrievalStrategy(Strategy):
                                                  weight=self.decay_weight, reinforce="none")
         self._chain = chain
         self._history: list[MemoryRecord] = []
+        self._last_recall: tuple[str, float | None] | None = None
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
         self._creator = ScoreBasedContextCreator(token_counter=self._counter,
                                                  token_limit=self.token_limit)
@@ -134,7 +136,8 @@ class RetrievalStrategy(Strategy):
         hits = hits[:k]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
-        if self.reinforce == "returned":
+        if self.reinforce == "returned" and (query, now) != self._last_recall:
+            self._last_recall = (query, now)
             self._reinforce([h.id for h in hits], now)
         return hits
 

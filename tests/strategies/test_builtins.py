@@ -220,3 +220,13 @@ def test_weighted_decay_combination_is_passed_to_the_decay_retriever():
     by_id = {h.id: h.score for h in hits}
     assert by_id["old"] == pytest.approx(0.75 * 1.0 + 0.25 * math.exp(-1), rel=1e-12)
     assert by_id["new"] == pytest.approx(0.75 * 0.0 + 0.25 * 1.0, rel=1e-12)
+
+
+def test_returned_recalls_once_per_question_and_time():
+    s = _fed("hybrid_decay", reinforce="returned", context_k=1)
+    later = check_records()[-1].timestamp + 86400
+    top = s.retrieve("coffee", 1, now=later)[0].id
+    s.build_context("coffee", now=later)          # the same question at the same time
+    assert s._decay.memory_state(top)["access_count"] == 1
+    s.retrieve("coffee", 1, now=later + 1)        # asked again later: a new recall
+    assert s._decay.memory_state(top)["access_count"] == 2

@@ -56,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="a Python file that registers strategies; repeatable")
     s = sub.add_parser("sweep", help="run a sweep file: results table, summary and plots")
     s.add_argument("config", help="sweep file (TOML)")
-    s.add_argument("--output", default=None, help="output folder (default: the file's [run] output)")
+    s.add_argument("--output", default=None,
+                   help="output folder (default: the file's [run] output, else runs/<file name>)")
     s.add_argument("--n-jobs", type=int, default=None, help="dialogues replayed in parallel")
     sub.add_parser("strategies", help="list the registered strategies")
     return p
@@ -77,6 +78,7 @@ def parse_set(items: Sequence[str]) -> dict[str, Any]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from .base import MemlabError
     from .eval.metrics import summarize
     from .eval.replay import load_any, replay
     from .eval.results import save_results
@@ -85,6 +87,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     if args.k < 1:
         raise _UsageError(f"memlab eval: --k must be at least 1, got {args.k}")
+    if args.n_jobs == 0:
+        raise _UsageError("memlab eval: --n-jobs must be non-zero (-1: every core), got 0")
     for module in args.imports:
         import_user_module(module)
     options = {}
@@ -93,6 +97,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     dataset = load_any(args.dataset, args.format, **options)
     if args.categories:
         dataset = dataset.subset(categories=[c.strip() for c in args.categories.split(",")])
+    if dataset.n_probes == 0:
+        raise MemlabError(f"{args.dataset}: no probes (questions) to evaluate")
     strategy = get(args.strategy, **parse_set(args.sets))
     answerer = judge = None
     if args.judge_llm and not args.answer_llm:
@@ -165,9 +171,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     path = Path(args.config)
     config = read_config(path)
-    output = args.output
-    result = run_config(config, base_dir=path.parent, output=Path(output).resolve() if output else None,
-                        n_jobs=args.n_jobs, where=str(path))
+    output = Path(args.output).resolve() if args.output else None
+    if output is None and "output" not in config.get("run", {}):
+        output = (Path("runs") / path.stem).resolve()
+    result = run_config(config, base_dir=path.parent, output=output, n_jobs=args.n_jobs, where=str(path))
     from .eval.compare import to_markdown
 
     ks = sorted(int(c.split("@")[1]) for c in result.summary.columns if c.startswith("recall@"))
@@ -202,7 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         handler = {"eval": cmd_eval, "sweep": cmd_sweep, "strategies": cmd_strategies}[args.command]
         return handler(args)
-    except (_UsageError, MemlabError, OSError) as exc:
+    except (_UsageError, MemlabError, OSError, ValueError, TypeError, SyntaxError) as exc:
+        # bad input (a file, a flag, a value): one line, no traceback
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(message if message.startswith("memlab") else f"memlab: error: {message}", file=sys.stderr)
         return EXIT_USAGE

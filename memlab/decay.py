@@ -141,8 +141,9 @@ class Ebbinghaus(DecayModel):
             raise ConfigError(f"strength_growth must be >= 0 with growth='add', got {g}")
         if self.growth == "multiply" and g <= 0:
             raise ConfigError(f"strength_growth must be > 0 with growth='multiply', got {g}")
-        if not 0 <= self.forget_threshold <= 1:
-            raise ConfigError(f"forget_threshold must be in [0, 1], got {self.forget_threshold}")
+        f = self.forget_threshold
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f <= 1:
+            raise ConfigError(f"forget_threshold must be a number in [0, 1], got {f!r}")
         self.reset()
 
     def reset(self) -> None:

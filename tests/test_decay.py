@@ -101,7 +101,7 @@ def test_time_weighting_langchain_score():
 
 
 def test_validation_messages():
-    with pytest.raises(ConfigError, match=r"forget_threshold must be in \[0, 1\], got 1.5"):
+    with pytest.raises(ConfigError, match=r"forget_threshold must be a number in \[0, 1\], got 1.5"):
         Ebbinghaus(forget_threshold=1.5)
     with pytest.raises(ConfigError, match="growth must be one of add, multiply, got 'square'"):
         Ebbinghaus(growth="square")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -33,8 +32,7 @@ def fusion() -> ModuleType:
     Imported when these tests run, not at collection, so other test files that list the
     registry while being collected see only the built-in strategies.
     """
-    import_user_module(EXPERIMENTS / "combmnz_fusion.py")
-    return sys.modules["memlab_user_combmnz_fusion"]
+    return import_user_module(EXPERIMENTS / "combmnz_fusion.py")
 
 L0 = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
 L1 = [("b", 0.9), ("d", 0.5), ("a", 0.1)]

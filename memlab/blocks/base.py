@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 
-from ..base import Component
+from ..base import Component, ConfigError
 from ..records import MemoryRecord
 
 
@@ -54,5 +54,5 @@ def check_count(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if value < 0:
-        raise ValueError(f"{name} must be non-negative, got {value}")
+        raise ConfigError(f"{name} must be non-negative, got {value}")
     return value

@@ -187,7 +187,8 @@ def _text_dtype(dtype: str | None) -> bool:
 
 
 def _git_commit(path: str | None) -> tuple[str, bool | None]:
-    cwd = path or os.getcwd()
+    # default: the checkout memlab itself was imported from, not wherever the user stands
+    cwd = path or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
@@ -200,7 +201,7 @@ def _git_commit(path: str | None) -> tuple[str, bool | None]:
 
 def provenance(path: str | None = None) -> dict[str, Any]:
     """Where results came from: memlab version, git commit (of ``path``, default the
-    working directory; "unknown" outside a repository), whether tracked files had
+    folder memlab was imported from; "unknown" outside a repository), whether tracked files had
     uncommitted changes (None if unknown), Python, numpy and pandas versions, platform."""
     from .. import __version__
     commit, dirty = _git_commit(path)

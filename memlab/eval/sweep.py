@@ -30,6 +30,7 @@ A sweep file (``memlab sweep FILE.toml``)::
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import itertools
 import json
@@ -58,17 +59,28 @@ def grid_points(grid: Mapping[str, Sequence[Any]] | None) -> list[dict[str, Any]
     return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
 
 
-def sweep(strategy: Strategy, grid: Mapping[str, Sequence[Any]] | None, dataset: Dataset, *,
-          ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
+def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[Any]] | None,
+          dataset: Dataset, *, ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
           n_jobs: int = 1, progress: bool = False) -> pd.DataFrame:
-    """Per-probe rows for every grid point; swept values also appear as plain columns."""
+    """Per-probe rows for every grid point; swept values also appear as plain columns.
+
+    ``strategy`` is a Strategy (grid keys are ``set_params`` keys, nested ones included) or a
+    spec such as ``{"name": "hybrid", "params": {...}}`` (grid keys may then also be the
+    registered factory's arguments, e.g. ``weights`` or ``embedder``: each point is built
+    from the spec with the point's values merged into its params).
+    """
     frames = []
-    points = grid_points(grid)
-    for point in points:
-        configured = strategy.clone()
-        if point:
-            configured.set_params(**point)
-        name = label or type(strategy).__name__
+    for point in grid_points(grid):
+        if isinstance(strategy, Strategy):
+            configured = strategy.clone()
+            if point:
+                configured.set_params(**point)
+            name = label or type(strategy).__name__
+        else:
+            spec = dict(strategy)
+            spec["params"] = {**dict(spec.get("params") or {}), **point}
+            configured = build_strategy({k: v for k, v in spec.items() if k != "label"})
+            name = label or str(spec.get("label") or spec.get("name") or spec.get("class"))
         point_label = name + ("" if not point else " " + " ".join(f"{k}={_short(v)}" for k, v in point.items()))
         frame = replay(configured, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
                        progress=progress)
@@ -118,29 +130,41 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     unknown = set(config) - _TOP_KEYS
     if unknown:
         raise ConfigError(f"{where}: unknown top-level key(s) {sorted(unknown)}; expected {sorted(_TOP_KEYS)}")
-    for module in config.get("imports", []):
+    imports = config.get("imports", [])
+    if not isinstance(imports, list) or not all(isinstance(m, str) for m in imports):
+        raise ConfigError(f"{where}: imports must be a list of file names, got {imports!r}")
+    for module in imports:
         import_user_module(base_dir / module)
     dataset = _dataset(config.get("dataset"), base_dir, where)
     specs = _strategy_specs(config, where)
-    run = dict(config.get("run", {}))
-    ks = [int(k) for k in run.pop("ks", [1, 5, 10])]
-    k_max = int(run.pop("k_max", max(ks)))
-    jobs = int(n_jobs if n_jobs is not None else run.pop("n_jobs", 1))
+    run = config.get("run", {})
+    _need_table(run, "[run]", where)
+    run = dict(run)
+    ks = run.pop("ks", [1, 5, 10])
+    if not isinstance(ks, list) or not ks or not all(_positive_int(k) for k in ks):
+        raise ConfigError(f"{where}: [run] ks must be a non-empty list of positive integers, got {ks!r}")
+    k_max = run.pop("k_max", max(ks))
+    if not _positive_int(k_max) or k_max < max(ks):
+        raise ConfigError(f"{where}: [run] k_max must be an integer >= max(ks) = {max(ks)}, got {k_max!r}")
+    jobs = n_jobs if n_jobs is not None else run.pop("n_jobs", 1)
     run.pop("n_jobs", None)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0:
+        raise ConfigError(f"{where}: n_jobs must be a non-zero integer (-1: every core), got {jobs!r}")
     out = output if output is not None else run.pop("output", None)
     run.pop("output", None)
     if run:
         raise ConfigError(f"{where}: unknown key(s) in [run]: {sorted(run)}; expected ks, k_max, n_jobs, output")
     grid = config.get("grid")
+    if grid is not None:
+        _need_table(grid, "[grid]", where)
     frames = []
     for spec in specs:
         label = str(spec.get("label") or spec.get("name") or spec.get("class"))
         try:
-            strategy = build_strategy({k: v for k, v in spec.items() if k != "label"})
-        except (MemlabError, TypeError) as exc:  # name the file and the strategy entry
+            frames.append(sweep(spec, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
+                                progress=progress))
+        except (ConfigError, TypeError) as exc:  # name the file and the strategy entry
             raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
-        frames.append(sweep(strategy, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
-                            progress=progress))
     results = pd.concat(frames, ignore_index=True)
     by = ["strategy"]
     summary = summarize(results, by=by)
@@ -186,15 +210,26 @@ def make_plot(results: pd.DataFrame, plot: Mapping[str, Any], where: str = "plot
         raise ConfigError(f"{where}: {exc}") from None
 
 
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _need_table(value: Any, name: str, where: str) -> None:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: {name} must be a table, got {value!r}")
+
+
 def _dataset(spec: Any, base_dir: Path, where: str) -> Dataset:
     if not isinstance(spec, Mapping) or "path" not in spec:
         raise ConfigError(f"{where}: [dataset] with a 'path' is required")
     unknown = set(spec) - {"path", "format", "options", "dialogues"}
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) in [dataset]: {sorted(unknown)}")
-    path = Path(spec["path"])
+    options = spec.get("options", {})
+    _need_table(options, "[dataset] options", where)
+    path = Path(str(spec["path"]))
     path = path if path.is_absolute() else base_dir / path
-    dataset = load_any(path, spec.get("format"), **dict(spec.get("options", {})))
+    dataset = load_any(path, spec.get("format"), **dict(options))
     if "dialogues" in spec:
         dataset = dataset.subset(dialogues=spec["dialogues"])
     return dataset
@@ -206,26 +241,37 @@ def _strategy_specs(config: Mapping[str, Any], where: str) -> list[dict[str, Any
     specs = config.get("strategies") or ([config["strategy"]] if "strategy" in config else [])
     if not specs:
         raise ConfigError(f"{where}: no strategy: add a [strategy] table or [[strategies]] entries")
+    if not isinstance(specs, list) or not all(isinstance(s, Mapping) for s in specs):
+        raise ConfigError(f"{where}: strategies must be [[strategies]] tables, got {specs!r}")
     return [dict(s) for s in specs]
 
 
-def import_user_module(path: str | Path) -> None:
-    """Import a Python file so that its ``@register`` decorators run."""
-    path = Path(path)
+def import_user_module(path: str | Path) -> Any:
+    """Import a Python file so that its ``@register`` decorators run (once per file); the module."""
+    path = Path(path).resolve()
     if not path.is_file():
         raise ConfigError(f"imports: no such file {path}")
-    name = f"memlab_user_{path.stem}"
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    name = f"memlab_user_{path.stem}_{digest}"  # two files with one name stay two modules
     if name in sys.modules:
-        return
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"imports: cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        del sys.modules[name]
+        raise ConfigError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except Exception as exc:
+        del sys.modules[name]
+        raise ConfigError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
     try:  # let joblib's process workers unpickle its classes without importing the file
         from joblib.externals import cloudpickle
 
         cloudpickle.register_pickle_by_value(module)
     except (ImportError, AttributeError, ValueError):
         pass
+    return module

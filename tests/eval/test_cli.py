@@ -57,6 +57,12 @@ def test_eval_text_output_and_saved_rows(tiny_file, tmp_path, capsys):
     (["eval", "datasets", "--format", "csv"], "invalid choice: 'csv'"),
     (["eval", "datasets", "--k", "0"], "--k must be at least 1, got 0"),
     (["sweep", "missing.toml"], "missing.toml: no such sweep file"),
+    (["eval", "datasets", "--n-jobs", "0"], "--n-jobs must be non-zero"),
+    (["eval", "datasets", "--strategy", "window", "--set", "window_size=-1"], "window_size must be non-negative"),
+    (["eval", "datasets", "--set", 'reinforce="often"'], "reinforce must be 'used', 'returned' or 'none'"),
+    (["eval", "datasets", "--strategy", "window", "--set", 'keep_rate="high"'], "keep_rate must be a number"),
+    (["eval", "datasets", "--strategy", "hybrid_decay", "--set", 'forget_threshold="x"'], "forget_threshold"),
+    (["eval", "datasets", "--import", "tests/data/not_python.txt"], "no such file"),
     (["bogus"], "invalid choice: 'bogus'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):
@@ -102,3 +108,28 @@ def test_locomo_bm25_matches_the_reference_measurement():
     assert result["n_probes"] == 1986 and result["n_dialogues"] == 10
     assert abs(result["recall@5"] * 100 - 45.8) <= 2.0
     assert result["recall@5"] == pytest.approx(0.457524, abs=1e-6)
+
+
+def test_a_dataset_without_probes_is_refused(tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    for fmt in ("locomo", "longmemeval"):
+        proc = run_cli("eval", str(empty), "--format", fmt)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "empty.json" in proc.stderr
+
+
+def test_an_import_with_a_syntax_error_names_file_and_line(tmp_path):
+    bad = tmp_path / "broken_strategy.py"
+    bad.write_text("x = 1\ndef oops(:\n")
+    proc = run_cli("eval", "datasets", "--import", str(bad))
+    assert proc.returncode == 2 and f"{bad}:2: syntax error" in proc.stderr
+
+
+def test_sweep_without_output_writes_to_runs_named_after_the_file(tmp_path, monkeypatch, capsys):
+    from .conftest import tiny_doc
+    (tmp_path / "tiny.json").write_text(json.dumps(tiny_doc()))
+    (tmp_path / "quick.toml").write_text('[dataset]\npath = "tiny.json"\n[strategy]\nname = "bm25"\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "quick.toml"]) == 0
+    assert (tmp_path / "runs" / "quick" / "results.parquet").exists()

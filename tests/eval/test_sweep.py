@@ -90,6 +90,15 @@ output = "out"
     (lambda c: c["run"].update(k=3), r"unknown key\(s\) in \[run\]: \['k'\]"),
     (lambda c: c.update(strategy={"name": "bm25"}), "either \\[strategy\\] or \\[\\[strategies\\]\\]"),
     (lambda c: c["plots"].append({"kind": "pie"}), "kind must be one of"),
+    (lambda c: c["run"].update(ks=["a"]), r"\[run\] ks must be a non-empty list of positive integers"),
+    (lambda c: c["run"].update(ks=5), r"\[run\] ks must be"),
+    (lambda c: c["run"].update(k_max=1), r"\[run\] k_max must be an integer >= max\(ks\) = 3"),
+    (lambda c: c["run"].update(n_jobs="many"), "n_jobs must be a non-zero integer"),
+    (lambda c: c.update(grid=[1, 2]), r"\[grid\] must be a table"),
+    (lambda c: c.update(strategies="bm25"), "strategies must be \\[\\[strategies\\]\\] tables"),
+    (lambda c: c["dataset"].update(options=3), r"\[dataset\] options must be a table"),
+    (lambda c: c.update(imports="x.py"), "imports must be a list of file names"),
+    (lambda c: c.update(strategies=[{"class": "os.path.join"}]), "strategy 'os.path.join'"),
     (lambda c: c["strategies"][0]["params"].update(window_sise=1),
      "sweep file: strategy 'win': unknown parameter of strategy 'window' 'window_sise'. Did you mean 'window_size'"),
 ])
@@ -139,3 +148,9 @@ def test_replay_warms_persistent_caches_in_batches(tiny, tmp_path):
     turns = {t.retrieval_text for d in tiny.dialogues for t in d.turns()}
     queries = {p.query for d in tiny.dialogues for p in d.probes}
     assert batches == [len(turns | queries)]  # one batched call; the replay itself only hits
+
+
+def test_grid_keys_may_be_factory_arguments_of_a_named_strategy(tiny):
+    df = sweep({"name": "hybrid"}, {"weights": [[1.0, 0.0], [0.0, 1.0]]}, tiny, label="h")
+    assert df["param:retriever__fusion__weights"].tolist() == ["[1.0, 0.0]"] * 4 + ["[0.0, 1.0]"] * 4
+    assert df["weights"].tolist() == ["[1.0, 0.0]"] * 4 + ["[0.0, 1.0]"] * 4

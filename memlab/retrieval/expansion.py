@@ -8,8 +8,10 @@ The interface is deliberately small so that LLM expanders (multi-query, HyDE) pl
 
 ``retriever`` is what the expander may search (pseudo-relevance feedback does; an LLM
 rewriter may ignore it). ``ExpansionRetriever`` searches every returned query and fuses
-the ranked lists (RRF by default). Fusion weights, if configured, must have one entry
-per returned query.
+the ranked lists (RRF by default). Fusion weight i belongs to query i (the original
+query is query 0). An expander may return fewer queries than there are weights (pseudo-
+relevance feedback returns just the query when nothing matches): the first n weights
+are used for n queries. More queries than weights is an error at search time.
 """
 
 from __future__ import annotations
@@ -109,7 +111,8 @@ class ExpansionRetriever(WrapperRetriever):
     Each query asks for ``max(k, candidates)`` hits; the fused list (``fusion``, default
     ``RRF()``) is re-sorted with ties by insertion order. ``hit.components`` holds
     ``query_0`` (the original query), ``query_1``... with the score and rank each query's
-    search gave, plus ``expansion`` with the fused score and rank. Put a reinforcing
+    search gave, plus ``expansion`` with the fused score and rank. With n queries the
+    first n of ``fusion.weights`` apply (see the module docstring). Put a reinforcing
     ``DecayRetriever`` outside this wrapper, not inside: feedback searches would
     reinforce what they read.
     """
@@ -144,6 +147,19 @@ class ExpansionRetriever(WrapperRetriever):
                               f"query first, got {queries[:1]!r}")
         return queries
 
+    def _weights_for(self, n_queries: int) -> list[float] | None:
+        """Weight i for query i: the first ``n_queries`` configured weights (None: equal)."""
+        weights = getattr(self.fusion, "weights", None)
+        if weights is None:
+            return None
+        weights = list(weights)
+        if n_queries > len(weights):
+            raise ConfigError(
+                f"{type(self.expander).__name__} returned {n_queries} queries but "
+                f"{type(self.fusion).__name__} weights={weights!r} has only {len(weights)} "
+                f"entries; give one weight per query (the original query first)")
+        return weights[:n_queries]
+
     def search(self, query: str, k: int = 5, *, where: Where | None = None,
                now: float | None = None) -> list[Hit]:
         k = self._check_search(k, where)
@@ -151,8 +167,9 @@ class ExpansionRetriever(WrapperRetriever):
             return []
         queries = self.queries(query, where=where, now=now)
         n = max(k, self.candidates)
+        weights = self._weights_for(len(queries))
         per_query = [self.retriever.search(q, n, where=where, now=now) for q in queries]
-        fused = self.fusion.fuse([[(h.id, h.score) for h in hits] for hits in per_query])
+        fused = self.fusion.fuse([[(h.id, h.score) for h in hits] for hits in per_query], weights)
         ranked = self._order(fused)[:k]
         by_query = [{h.id: h for h in hits} for hits in per_query]
         components = []

@@ -55,11 +55,14 @@ def mmr(query_vec: np.ndarray | None, candidate_vecs: np.ndarray, scores: Sequen
     """Maximal marginal relevance (Carbonell & Goldstein 1998): (index, MMR value) pairs.
 
     Greedily picks ``argmax_i [lambda_ * rel_i - (1 - lambda_) * max_{j in S} cos(i, j)]``
-    over the candidates not yet selected (S is the selected set; the max over an empty S
-    is 0), ``k`` times. ``rel_i = scores[i]`` when ``scores`` is given, else the cosine
-    of candidate i with ``query_vec``. Ties go to the lower index. Vectors are taken to
-    be unit length (``Embedder.embed`` returns such). The values are non-increasing for
-    ``lambda_`` in [0, 1].
+    over the candidates not yet selected (S is the selected set), ``k`` times. The max is
+    the true maximum cosine, negative ones included (a candidate pointing away from
+    everything selected gains); only for the first pick, S empty, the redundancy term is
+    0. ``rel_i = scores[i]`` when ``scores`` is given, else the cosine of candidate i with
+    ``query_vec``. Ties go to the lower index. Vectors are taken to be unit length
+    (``Embedder.embed`` returns such). For ``lambda_`` in [0, 1] the values are
+    non-increasing from the second pick on (S only grows, so each max only grows); the
+    second value can exceed the first when its max cosine with the first pick is negative.
     """
     if not 0 <= lambda_ <= 1:
         raise ConfigError(f"lambda_ must be in [0, 1], got {lambda_}")
@@ -75,7 +78,8 @@ def mmr(query_vec: np.ndarray | None, candidate_vecs: np.ndarray, scores: Sequen
     else:
         rel = vecs @ np.asarray(query_vec, dtype=np.float64).reshape(-1) if n else np.zeros(0)
     sim = vecs @ vecs.T if n else np.zeros((0, 0))
-    max_sim = np.zeros(n)
+    # -inf = "S is empty"; replaced by the true max cosine once S has a member
+    max_sim = np.full(n, -np.inf)
     chosen = np.zeros(n, dtype=bool)
     picks: list[tuple[int, float]] = []
     for step in range(min(k, n)):
@@ -91,8 +95,10 @@ def mmr(query_vec: np.ndarray | None, candidate_vecs: np.ndarray, scores: Sequen
 class MMRSelector(Selector):
     """Diversifies hits with ``mmr``: relevance = cosine(query, hit), both embedded.
 
-    The hit's score becomes its MMR value (``components["mmr"]`` records it; the
-    retriever's own entries stay).
+    Hits come in MMR pick order. The hit's score becomes ``min(v_1, ..., v_n)`` over the
+    MMR values of the picks so far (only the second value can exceed the first, see
+    ``mmr``), so scores stay non-increasing as every selector's do;
+    ``components["mmr"]`` records that score (the retriever's own entries stay).
     """
 
     name = "mmr"
@@ -114,7 +120,8 @@ class MMRSelector(Selector):
             return []
         vecs = self.embedder.embed([query] + [h.record.content for h in hits])
         picks = mmr(vecs[0], vecs[1:], None, k, self.lambda_)
-        return rerank([hits[i] for i, _ in picks], [v for _, v in picks], self.name)
+        scores = np.minimum.accumulate([v for _, v in picks]).tolist()
+        return rerank([hits[i] for i, _ in picks], scores, self.name)
 
 
 class ScoreThreshold(Selector):

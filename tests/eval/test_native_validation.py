@@ -85,6 +85,14 @@ def test_schema_errors_name_file_dialogue_turn_and_field(mutate, message):
     (lambda d: turns(d)[1].update(timestamp="2020-01-01T00:00:00Z"),
      "dialogue 'coffee', session 's1', turn 2 ('t2'): field 'timestamp' goes back in time "
      "(earlier than the previous turn)"),
+    # t3 is said at 07:30:02Z (session start + 2 s); a probe after it cannot be asked before
+    (lambda d: probe(d).update(timestamp="2024-02-05T07:30:01Z"),
+     "dialogue 'coffee', probe 'p1': field 'timestamp' 2024-02-05T07:30:01Z is earlier than "
+     "after_turn 't3' at 2024-02-05T07:30:02Z"),
+    # no after_turn: asked after the last turn, t5 at 17:15:01Z (offsets shown in UTC)
+    (lambda d: probe(d, 1).update(timestamp="2024-03-04T18:15:00+01:00"),
+     "dialogue 'coffee', probe 'p2': field 'timestamp' 2024-03-04T17:15:00Z is earlier than "
+     "the last turn 't5' (after_turn is None) at 2024-03-04T17:15:01Z"),
 ])
 def test_semantic_errors(mutate, message):
     assert error(mutate) == f"{SRC}: {message}"
@@ -127,3 +135,51 @@ def test_schema_shipped_as_package_data():
     from importlib import resources
     text = resources.files("memlab.eval").joinpath("schema.json").read_text(encoding="utf-8")
     assert json.loads(text)["$defs"]["turn"]["required"] == ["id", "speaker", "role", "text"]
+
+
+def test_probe_asked_at_the_time_of_its_turn_is_accepted():
+    d = doc()
+    probe(d).update(timestamp="2024-02-05T07:30:02Z")
+    probe(d, 1).update(timestamp="2024-03-04T17:15:01Z")
+    ds = dataset_from_dict(d, source=SRC)
+    assert [p.timestamp for p in ds.dialogues[0].probes[:2]] == [1707118202.0, 1709572501.0]
+
+
+def test_long_values_are_cut_to_80_characters():
+    cut = "'" + "y" * 76 + "..."  # repr of the long string cut to 80 characters
+    assert len(cut) == 80
+    msg = error(lambda d: turns(d)[1].update(timestamp="y" * 500))
+    assert msg == (f"{SRC}: dialogue 'coffee', session 's1', turn 2 ('t2'): field 'timestamp' must be "
+                   f"an ISO-8601 date-time (e.g. '2024-03-02T09:15:00Z'), got {cut}")
+    msg = error(lambda d: turns(d)[1].update(text=["y" * 500]))
+    assert msg == (f"{SRC}: dialogue 'coffee', session 's1', turn 2 ('t2'): field 'text' must be "
+                   f"a string, got array ['{'y' * 75}...")
+    msg = error(lambda d: turns(d)[1].update(role="y" * 500))
+    assert msg == (f"{SRC}: dialogue 'coffee', session 's1', turn 2 ('t2'): field 'role' must be "
+                   f"one of 'user', 'assistant', 'system', got {cut}")
+    msg = error(lambda d: probe(d).update(evidence=["y" * 500]))
+    assert msg == f"{SRC}: dialogue 'coffee', probe 'p1': field 'evidence': unknown turn id {cut}"
+
+
+def test_non_object_items_name_their_type():
+    msg = error(lambda d: turns(d).__setitem__(0, "y" * 500))
+    assert msg == f"{SRC}: dialogue 'coffee', session 's1', turn 1: must be an object, got string"
+    msg = error(lambda d: d["dialogues"].append(7))
+    assert msg == f"{SRC}: dialogue 2: must be an object, got number"
+
+
+def test_a_locomo_file_read_as_native_says_so_in_one_short_line(tmp_path):
+    locomo = [{"sample_id": "conv-1", "conversation": {"speaker_a": "A", "speaker_b": "B",
+                                                       "session_1": [{"text": "x" * 5000}]},
+               "qa": []}]
+    path = write(tmp_path, locomo, "locomo.json")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(path, format="native")
+    assert str(info.value) == (
+        f"{path}: expected a JSON object with 'dialogues' (native format), got a list; "
+        f"is it a LoCoMo or LongMemEval file? pass --format (format= in Python)")
+    with pytest.raises(DatasetError) as info:
+        dataset_from_dict("z" * 500, source=SRC)
+    assert str(info.value) == (
+        f"{SRC}: expected a JSON object with 'dialogues' (native format), got string "
+        f"'{'z' * 76}...; is it a LoCoMo or LongMemEval file? pass --format (format= in Python)")

@@ -108,3 +108,26 @@ def test_add_remove_reach_the_wrapped_retriever_and_params_nest():
     assert r.search("apple", k=0) == [] and r.search("") == []
     with pytest.raises(ConfigError, match=r"original_weight must be in \[0, 1\], got 2"):
         PseudoRelevanceFeedback(original_weight=2)
+
+
+def test_unknown_terms_with_two_fusion_weights_give_no_hits():
+    # no feedback hits -> the expander returns only the query; weights [0.7, 0.3] must not fail
+    r = ExpansionRetriever(bm25(TEXTS), PseudoRelevanceFeedback(), fusion=RRF(weights=[0.7, 0.3]))
+    assert r.search("zzz unknown") == []
+
+
+def test_fewer_queries_than_weights_use_the_first_weights():
+    # fb_terms=1 keeps only "apple": one query, so only weight 0.7 (query 0's) applies
+    r = ExpansionRetriever(bm25(TEXTS), PseudoRelevanceFeedback(fb_terms=1),
+                           fusion=RRF(weights=[0.7, 0.3]))
+    assert r.queries("apple") == ["apple"]
+    hits = r.search("apple", k=5)
+    assert [(h.id, h.score) for h in hits] == [("0", pytest.approx(0.7 / 61, abs=1e-15)),
+                                               ("1", pytest.approx(0.7 / 62, abs=1e-15))]
+
+
+def test_more_queries_than_weights_is_a_clear_error_at_search_time():
+    r = ExpansionRetriever(bm25(TEXTS), Fixed(), fusion=RRF(weights=[1.0]))  # accepted here
+    with pytest.raises(ConfigError, match=r"^Fixed returned 2 queries but RRF weights=\[1\.0\] "
+                                          r"has only 1 entries; give one weight per query"):
+        r.search("banana")

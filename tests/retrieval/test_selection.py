@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from memlab.base import ConfigError
+from memlab.embeddings.base import Embedder
 from memlab.embeddings.hashing import HashingEmbedder
 from memlab.records import Hit, MemoryRecord
 from memlab.retrieval.bm25 import BM25Retriever
@@ -35,6 +36,47 @@ def test_mmr_hand_computed():
     # step 3: c1 0.4 - 0.6 * max(1.0, 0.6) = -0.2
     assert [i for i, _ in picks] == [0, 2, 1]
     assert [v for _, v in picks] == pytest.approx([0.4, -0.12, -0.2], abs=1e-12)
+
+
+def test_mmr_uses_the_true_max_cosine_including_negative_ones():
+    # step 1: S empty, 0.5 * [1, 0.9] -> index 0 at 0.5
+    # step 2: 0.5 * 0.9 - 0.5 * max(cos = -0.6) = 0.45 + 0.3 = 0.75 (a floor at 0 gave 0.45)
+    picks = mmr(None, np.array([[1.0, 0.0], [-0.6, 0.8]]), [1.0, 0.9], 2, 0.5)
+    assert picks == [(0, 0.5), (1, pytest.approx(0.75, abs=1e-15))]
+
+
+def test_mmr_negative_cosines_change_the_pick_order():
+    # after index 0: c1 0.5 * 0.5 - 0.5 * (-0.8) = 0.65; c2 0.5 * 0.6 - 0.5 * (-0.2) = 0.4
+    # (flooring the max at 0 would pick c2: 0.25 < 0.3)
+    cands = np.array([[1.0, 0.0], [-0.8, 0.6], [-0.2, 0.96 ** 0.5]])
+    picks = mmr(None, cands, [1.0, 0.5, 0.6], 2, 0.5)
+    assert [i for i, _ in picks] == [0, 1]
+    assert [v for _, v in picks] == pytest.approx([0.5, 0.65], abs=1e-15)
+
+
+VECTORS = {"q": [1.0, 0.0, 0.0], "a": [0.6, 0.8, 0.0], "b": [0.6, -0.8, 0.0]}
+
+
+class FixedEmbedder(Embedder):
+
+    @property
+    def dim(self):
+        return 3
+
+    def _embed(self, texts):
+        return np.array([VECTORS[t] for t in texts])
+
+
+def test_mmr_selector_caps_scores_to_stay_non_increasing():
+    # rel = [0.6, 0.6], cos(a, b) = 0.36 - 0.64 = -0.28, lambda_ 0.5:
+    # MMR values 0.3 (a, the tie goes to the first) then 0.3 + 0.14 = 0.44 (b), capped at 0.3
+    picks = mmr(*np.split(FixedEmbedder().embed(["q", "a", "b"]), [1]), None, 2, 0.5)
+    assert [v for _, v in picks] == pytest.approx([0.3, 0.44], abs=1e-6)
+    hits = hits_for([rec(0, "a"), rec(1, "b")], [2.0, 1.0])
+    out = MMRSelector(embedder=FixedEmbedder(), lambda_=0.5).select("q", hits, k=2)
+    assert [h.id for h in out] == ["0", "1"]
+    assert [h.score for h in out] == pytest.approx([0.3, 0.3], abs=1e-6)
+    assert out[1].components["mmr"] == {"score": out[1].score, "rank": 2}
 
 
 def test_mmr_with_given_scores_and_lambda_one_is_plain_ranking():

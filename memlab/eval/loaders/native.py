@@ -2,6 +2,8 @@
 
 Every error names the file, the dialogue, the session/turn/probe and the field, e.g.
 ``datasets/x.json: dialogue 'coffee', session 's1', turn 3 ('t3'): field 'speaker' is required``.
+Values quoted in messages are cut to ``MAX_REPR`` characters (``_short``): a wrong-format
+file must not be echoed whole.
 """
 
 from __future__ import annotations
@@ -24,11 +26,20 @@ from ..dataset import (
     Probe,
     Session,
     Turn,
+    format_time,
     parse_time,
 )
 
 #: Errors listed in one DatasetError message at most (the rest are counted).
 MAX_ERRORS = 10
+#: Longest repr of a value quoted in a message (longer ones end in "...").
+MAX_REPR = 80
+
+
+def _short(value: Any) -> str:
+    """``repr(value)`` cut to ``MAX_REPR`` characters, the cut marked by "..."."""
+    text = repr(value)
+    return text if len(text) <= MAX_REPR else text[:MAX_REPR - 3] + "..."
 
 
 @lru_cache(maxsize=1)
@@ -68,6 +79,13 @@ def dataset_from_dict(doc: Any, source: str = "<dict>", default_name: str = "dat
 
 def validate_native(doc: Any, source: str = "<dict>") -> None:
     """Raise DatasetError listing the schema violations of ``doc`` (in document order)."""
+    if not isinstance(doc, dict):
+        # most likely another format (LoCoMo and LongMemEval files are lists): say so
+        # rather than list every schema error below the top level
+        got = "a list" if isinstance(doc, list) else f"{_json_type(doc)} {_short(doc)}"
+        raise DatasetError(f"{source}: expected a JSON object with 'dialogues' (native format), "
+                           f"got {got}; is it a LoCoMo or LongMemEval file? pass --format "
+                           f"(format= in Python)")
     validator = Draft202012Validator(native_schema())
     # Document order: list indices compare as numbers, keys as text.
     errors = sorted(validator.iter_errors(doc),
@@ -97,32 +115,38 @@ def _describe(e: Any) -> list[str]:
     path = list(e.absolute_path)
     field = _field_name(path)
     v = e.validator
+    if field is None and v == "type":  # a whole dialogue/session/turn/probe
+        return [f"must be {_article(str(e.validator_value))}, got {_json_type(e.instance)}"]
+    field = field if field is not None else "(document)"
     if v == "required":
         m = re.match(r"'(.+)' is a required property", e.message)
         name = m.group(1) if m else str(e.message)
-        return [f"field {name!r} is required"]
+        return [f"field {_short(name)} is required"]
     if v == "additionalProperties":
         known = sorted(e.schema.get("properties", {}))
         extra = sorted(set(e.instance) - set(known))
         return [_unknown(x, known, "field") for x in extra]
     if v == "enum":
         options = ", ".join(repr(o) for o in e.validator_value)
-        return [f"field {field!r} must be one of {options}, got {e.instance!r}"]
+        return [f"field {field!r} must be one of {options}, got {_short(e.instance)}"]
     if v == "type":
         expected = e.validator_value if isinstance(e.validator_value, str) else " or ".join(e.validator_value)
-        return [f"field {field!r} must be {_article(expected)}, got {_json_type(e.instance)} {e.instance!r}"]
+        got = f"{_json_type(e.instance)} {_short(e.instance)}"
+        return [f"field {field!r} must be {_article(expected)}, got {got}"]
     if v in ("minLength", "pattern"):
-        return [f"field {field!r} must not be empty, got {e.instance!r}"]
+        return [f"field {field!r} must not be empty, got {_short(e.instance)}"]
     if v == "minItems":
         return [f"field {field!r} must have at least {e.validator_value} item(s), got {len(e.instance)}"]
-    return [f"field {field!r}: {e.message}"]
+    # jsonschema's own message quotes the instance: cut it like any value
+    message = e.message if len(e.message) <= 2 * MAX_REPR else e.message[:2 * MAX_REPR - 3] + "..."
+    return [f"field {field!r}: {message}"]
 
 
 def _unknown(name: str, known: list[str], what: str) -> str:
     """'unknown turn id 't9' (did you mean 't8'?)' without listing every id."""
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown {what} {name!r}{hint}"
+    return f"unknown {what} {_short(name)}{hint}"
 
 
 def _article(expected: str) -> str:
@@ -141,8 +165,10 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _field_name(path: list[Any]) -> str:
-    """The field part of a path: after the innermost dialogue/session/turn/probe element."""
+def _field_name(path: list[Any]) -> str | None:
+    """The field part of a path: after the innermost dialogue/session/turn/probe element.
+
+    None when the path ends at such an element (or is the whole document)."""
     cut = 0
     for i, p in enumerate(path):
         if isinstance(p, int) and i > 0 and path[i - 1] in ("dialogues", "sessions", "turns", "probes"):
@@ -151,12 +177,12 @@ def _field_name(path: list[Any]) -> str:
     out = ""
     for p in rest:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out or "(document)"
+    return out or None
 
 
 def _label(obj: Any, index: int) -> str:
     ident = obj.get("id") if isinstance(obj, dict) else None
-    return repr(ident) if isinstance(ident, str) else str(index + 1)
+    return _short(ident) if isinstance(ident, str) else str(index + 1)
 
 
 def _where(doc: Any, path: list[Any]) -> str:
@@ -173,7 +199,7 @@ def _where(doc: Any, path: list[Any]) -> str:
                 break
             if key == "turns":
                 ident = item.get("id") if isinstance(item, dict) else None
-                parts.append(f"turn {index + 1}" + (f" ({ident!r})" if isinstance(ident, str) else ""))
+                parts.append(f"turn {index + 1}" + (f" ({_short(ident)})" if isinstance(ident, str) else ""))
             else:
                 parts.append(f"{key[:-1]} {_label(item, index)}")
             node = item
@@ -185,13 +211,13 @@ def _where(doc: Any, path: list[Any]) -> str:
 
 def _location(dialogue: str, session: str | None = None, turn: tuple[int, str] | None = None,
               probe: str | None = None) -> str:
-    parts = [f"dialogue {dialogue!r}"]
+    parts = [f"dialogue {_short(dialogue)}"]
     if session is not None:
-        parts.append(f"session {session!r}")
+        parts.append(f"session {_short(session)}")
     if turn is not None:
-        parts.append(f"turn {turn[0]} ({turn[1]!r})")
+        parts.append(f"turn {turn[0]} ({_short(turn[1])})")
     if probe is not None:
-        parts.append(f"probe {probe!r}")
+        parts.append(f"probe {_short(probe)}")
     return ", ".join(parts)
 
 
@@ -200,7 +226,7 @@ def _time(value: str, source: str, where: str, field: str) -> float:
         return parse_time(value)
     except ValueError:
         raise DatasetError(f"{source}: {where}: field {field!r} must be an ISO-8601 date-time "
-                           f"(e.g. '2024-03-02T09:15:00Z'), got {value!r}") from None
+                           f"(e.g. '2024-03-02T09:15:00Z'), got {_short(value)}") from None
 
 
 def _build_dialogue(d: dict[str, Any], source: str) -> Dialogue:
@@ -234,7 +260,7 @@ def _check_dialogue_ids(dialogues: list[Dialogue], source: str) -> None:
     seen: set[str] = set()
     for d in dialogues:
         if d.id in seen:
-            raise DatasetError(f"{source}: dialogue {d.id!r}: duplicate dialogue id")
+            raise DatasetError(f"{source}: dialogue {_short(d.id)}: duplicate dialogue id")
         seen.add(d.id)
 
 
@@ -244,11 +270,15 @@ def check_dialogue(d: Dialogue, source: str = "<dataset>") -> None:
     - session ids and turn ids unique in the dialogue; probe ids unique;
     - roles valid; turn times non-decreasing in replay order;
     - a probe's ``after_turn`` and every evidence id are turns of the dialogue, and the
-      evidence is said at or before the point where the probe is asked.
+      evidence is said at or before the point where the probe is asked;
+    - a probe's ``timestamp``, when given, is not earlier than the time of the turn it
+      follows (``after_turn``, or the last turn when ``after_turn`` is None).
     """
     problems: list[str] = []
     seen_sessions: set[str] = set()
     positions: dict[str, int] = {}
+    times: dict[str, float] = {}
+    last: str | None = None  # id of the last turn in replay order
     previous: float | None = None
     n = 0
     for s in d.sessions:
@@ -258,12 +288,14 @@ def check_dialogue(d: Dialogue, source: str = "<dataset>") -> None:
         for i, t in enumerate(s.turns):
             where = _location(d.id, s.id, (i + 1, t.id))
             if t.id in positions:
-                problems.append(f"{source}: {where}: duplicate turn id {t.id!r}")
+                problems.append(f"{source}: {where}: duplicate turn id {_short(t.id)}")
             else:
                 positions[t.id] = n
+                times[t.id] = t.timestamp
+            last = t.id
             if t.role not in ROLES:
                 problems.append(f"{source}: {where}: field 'role' must be one of "
-                                f"{', '.join(map(repr, ROLES))}, got {t.role!r}")
+                                f"{', '.join(map(repr, ROLES))}, got {_short(t.role)}")
             if previous is not None and t.timestamp < previous:
                 problems.append(f"{source}: {where}: field 'timestamp' goes back in time "
                                 f"(earlier than the previous turn)")
@@ -283,12 +315,18 @@ def check_dialogue(d: Dialogue, source: str = "<dataset>") -> None:
                                 f"{_unknown(p.after_turn, known, 'turn id')}")
                 continue
             asked_at = positions[p.after_turn] + 1
+        follows = p.after_turn if p.after_turn is not None else last
+        if p.timestamp is not None and follows is not None and p.timestamp < times[follows]:
+            which = (f"after_turn {_short(follows)}" if p.after_turn is not None
+                     else f"the last turn {_short(follows)} (after_turn is None)")
+            problems.append(f"{where}: field 'timestamp' {format_time(p.timestamp)} is earlier "
+                            f"than {which} at {format_time(times[follows])}")
         for e in p.evidence:
             if e not in positions:
                 problems.append(f"{where}: field 'evidence': {_unknown(e, known, 'turn id')}")
             elif positions[e] >= asked_at:
-                problems.append(f"{where}: field 'evidence': turn {e!r} comes after the probe "
-                                f"is asked (after_turn {p.after_turn!r})")
+                problems.append(f"{where}: field 'evidence': turn {_short(e)} comes after the "
+                                f"probe is asked (after_turn {_short(p.after_turn)})")
         if len(set(p.evidence)) != len(p.evidence):
             problems.append(f"{where}: field 'evidence' lists a turn id twice")
     _raise(problems)

@@ -9,7 +9,9 @@ the turn it follows. One row per probe records:
 - retrieval view: retrieved_ids, retrieved_source_ids, retrieved_scores (ranked, k_max);
 - context view: context_ids (source turns in the built context), context_record_ids,
   context_tokens;
-- cost: llm_prompt_tokens, llm_completion_tokens, llm_calls (the strategy's own LLM calls
+- cost: llm_prompt_tokens, llm_completion_tokens, llm_calls, llm_cached_calls (the strategy's
+  own LLM calls; a call answered from a response cache counts at its original cost and is
+  also counted in llm_cached_calls, so the numbers do not depend on the cache's state;
   made for this probe and since the previous one: summaries and extractions made while
   reading are charged to the next probe), latency_ms (wall time of retrieve + build_context:
   the only column that is not reproducible bit for bit);
@@ -69,6 +71,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             "llm_prompt_tokens": usage["prompt_tokens"] - charged["prompt_tokens"],
             "llm_completion_tokens": usage["completion_tokens"] - charged["completion_tokens"],
             "llm_calls": usage.get("calls", 0) - charged.get("calls", 0),
+            "llm_cached_calls": usage.get("cached_calls", 0) - charged.get("cached_calls", 0),
             "latency_ms": latency,
         })
         charged = usage
@@ -169,7 +172,7 @@ def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int 
 _ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "position",
                 "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
                 "context_ids", "context_record_ids", "context_tokens", "llm_prompt_tokens",
-                "llm_completion_tokens", "llm_calls", "latency_ms"]
+                "llm_completion_tokens", "llm_calls", "llm_cached_calls", "latency_ms"]
 
 
 _ANSWER_COLUMNS = ["prediction", "answer_f1", "judge_correct", "answer_prompt_tokens",

@@ -4,6 +4,11 @@ Every memlab component that calls a model (summariser, extractor, query rewriter
 expander, relevance filter, answerer) goes through ``LLM.complete`` and keeps its own
 ``LLMUsage`` tally of what *it* spent, so a strategy can report its LLM cost per step
 even when the steps share one client, without counting a call twice.
+
+Token counts are the cost of the work, not of the cache state: an answer replayed from a
+``ResponseCache`` counts the tokens its original call cost, so the same configuration
+reports the same numbers on a cold and a warm cache. What the cache saved is counted
+apart (``LLMUsage.cached_calls`` and ``cached_tokens``).
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ class Completion:
 
     ``prompt_tokens``/``completion_tokens`` are what the call cost as reported by the
     server (or counted by ``OfflineLLM``). ``cached`` is True when the answer came
-    from a ``ResponseCache``: the token fields then still say what the original call
-    cost, but usage tallies add nothing for it (see ``LLMUsage.record``).
+    from a ``ResponseCache``: the token fields then say what the original call cost
+    (stored with the answer), and usage tallies count them like any other call's.
     """
 
     text: str
@@ -38,24 +43,31 @@ class Completion:
 
 @dataclass
 class LLMUsage:
-    """Cumulative cost: tokens of calls that reached a model, and how many calls.
+    """Cumulative cost of the calls made, whether a model or a cache answered them.
 
-    ``calls`` counts answers produced by a model (each billed); ``cached_calls`` counts
-    answers replayed from a cache, which cost no tokens and are not in ``calls``.
+    - ``prompt_tokens``, ``completion_tokens``: summed over every call, a cache hit counting
+      the tokens its original call cost (so the figures do not depend on the cache state);
+    - ``calls``: every call, cache hits included;
+    - ``cached_calls``: how many of ``calls`` a cache answered; ``cached_tokens``: their
+      prompt + completion tokens, i.e. what the cache saved.
+
+    ``billed_tokens = total_tokens - cached_tokens`` is what reached a model in this run.
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
     cached_calls: int = 0
+    cached_tokens: int = 0
 
     def record(self, completion: Completion) -> None:
+        prompt, answer = int(completion.prompt_tokens), int(completion.completion_tokens)
+        self.prompt_tokens += prompt
+        self.completion_tokens += answer
+        self.calls += 1
         if completion.cached:
             self.cached_calls += 1
-        else:
-            self.prompt_tokens += int(completion.prompt_tokens)
-            self.completion_tokens += int(completion.completion_tokens)
-            self.calls += 1
+            self.cached_tokens += prompt + answer
 
     def add(self, other: "LLMUsage") -> "LLMUsage":
         for f in fields(self):
@@ -65,6 +77,11 @@ class LLMUsage:
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def billed_tokens(self) -> int:
+        """Tokens of the calls a model answered (cache hits excluded)."""
+        return self.total_tokens - self.cached_tokens
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: int(getattr(self, f.name)) for f in fields(self)}

@@ -4,10 +4,11 @@ The key is ``sha256`` of the canonical JSON of ``{"model", "messages", "params"}
 (keys sorted, no whitespace, UTF-8), so the same request always finds the same
 answer and a replay of an experiment makes no model calls the second time.
 
-A cached answer costs no tokens: the clients record it in their usage as a cached
-call (``LLMUsage.cached_calls``) and add nothing to the token counts, because those
-counts are meant to say what a run spent. The tokens the original call cost are kept
-in the cache row and come back on the ``Completion`` for anyone who wants them.
+Each row keeps the tokens the original call cost (``prompt_tokens``,
+``completion_tokens``, as the server reported them; 0 when it reported none) and a hit
+returns them on its ``Completion`` (``cached=True``). Usage tallies count a hit at those
+tokens, so a run reports the same cost on a cold and a warm cache, and count the hit
+apart as well (``LLMUsage.cached_calls``, ``cached_tokens``: what the cache saved).
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ class ResponseCache(Component):
                 (key,)).fetchone()
         if row is None:
             return None
-        return Completion(text=row[0], prompt_tokens=row[1], completion_tokens=row[2],
+        # (a NULL count, from a file another tool wrote, reads as 0: unknown, not an error)
+        return Completion(text=row[0], prompt_tokens=int(row[1] or 0), completion_tokens=int(row[2] or 0),
                           model=row[3], cached=True)
 
     def put(self, model: str, messages: list[dict[str, Any]], params: dict[str, Any],

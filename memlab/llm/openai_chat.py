@@ -51,7 +51,8 @@ class OpenAIChat(LLM):
 
     ``model``, ``base_url`` and ``api_key`` default to the environment variables
     ``MEMLAB_LLM_MODEL``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``. ``cache`` (a
-    ``ResponseCache``) answers repeated requests without a call.
+    ``ResponseCache``) answers repeated requests without a call; ``usage`` still counts
+    such a hit at the tokens its original call cost (see ``LLMUsage``).
     """
 
     def __init__(self, model: str | None = None, base_url: str | None = None,

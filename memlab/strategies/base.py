@@ -27,7 +27,16 @@ from ..retrieval.filters import Where
 
 @dataclass
 class Context:
-    """What the model would see: OpenAI messages, their token count, and where they came from.
+    """What the memory puts in front of the model: OpenAI messages, their token count, and
+    where they came from.
+
+    One rule for every strategy, so that ``token_count`` compares across strategies:
+    ``messages`` is what the memory contributes (summaries, recalled memories, history),
+    plus a system prompt only when the strategy was explicitly configured with one
+    (e.g. ``RetrievalStrategy(system_prompt=...)``, ``Load(system_prompt=...)``). It never
+    holds the question being asked: whoever answers (``memlab.eval.answers.Answerer``, an
+    agent's own answer step) appends it, with its own instructions. ``token_count`` counts
+    exactly ``messages``.
 
     ``record_ids`` are the memory records in the context; ``source_ids`` the dialogue
     turns they stand for (a summary or extracted fact names the turns it came from).
@@ -62,8 +71,10 @@ class Strategy(Component):
     def llm_usage(self) -> dict[str, int]:
         """Tokens spent by the strategy's own LLM calls since the last reset.
 
-        Keys: ``prompt_tokens``, ``completion_tokens``, ``calls``. Zero for strategies
-        that make no LLM calls.
+        Keys: ``prompt_tokens``, ``completion_tokens``, ``calls`` (and, from
+        ``LLMUsage.as_dict``, ``cached_calls``, ``cached_tokens``). A call answered by a
+        response cache counts the tokens its original call cost, so the figures do not
+        depend on the cache state. Zero for strategies that make no LLM calls.
         """
         return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
 

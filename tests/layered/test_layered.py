@@ -7,9 +7,12 @@ import asyncio
 import pytest
 
 from memlab.base import ConfigError
-from memlab.llm import OfflineLLM
-from memlab.memories.layered import (Answer, LayeredMemory, LongTermMemory, MultiQueryExpander, Retrieve,
+from memlab.eval.paths import datasets_dir
+from memlab.eval.replay import load_any, replay
+from memlab.llm import OfflineLLM, OpenAIChat, ResponseCache
+from memlab.memories.layered import (Answer, LayeredMemory, Load, LongTermMemory, MultiQueryExpander, Retrieve,
                                      ShortTermMemory, Update)
+from memlab.memories.layered.working import DEFAULT_SYSTEM_PROMPT
 from memlab.records import MemoryRecord
 from memlab.strategies.base import Context, registry
 from memlab.testing import check_strategy
@@ -72,16 +75,24 @@ def test_build_context_loads_memories_summary_and_recent_turns():
     m = fed(LayeredMemory(short_term=small_short_term()))
     ctx = m.build_context("Where does Ann live?")
     assert isinstance(ctx, Context)
-    roles = [msg["role"] for msg in ctx.messages]
-    assert roles[:2] == ["system", "system"] and roles[-1] == "user"
-    assert ctx.messages[1]["content"].startswith("Relevant memories")
-    assert "Ann lives in Paris" in ctx.messages[1]["content"]
-    assert ctx.messages[2]["content"].startswith("[Summary of the earlier conversation]")
-    assert ctx.messages[-3:-1] == [{"role": "user", "content": DIALOGUE[8][1]},
-                                   {"role": "assistant", "content": DIALOGUE[9][1]}]
-    assert ctx.messages[-1] == {"role": "user", "content": "Where does Ann live?"}
+    # what the memory contributes: memories, summary, recent turns; no system prompt, no question
+    assert [msg["role"] for msg in ctx.messages] == ["system", "system", "user", "assistant", "user", "assistant"]
+    assert ctx.messages[0]["content"].startswith("Relevant memories")
+    assert "Ann lives in Paris" in ctx.messages[0]["content"]
+    assert ctx.messages[1]["content"].startswith("[Summary of the earlier conversation]")
+    assert ctx.messages[2:] == [{"role": role, "content": text} for role, text in DIALOGUE[6:10]]
     assert "D1:1" in ctx.source_ids and "D1:10" in ctx.source_ids
-    assert ctx.token_count == TiktokenCounter().count_messages(ctx.messages)  # Load's default counter
+    counter = TiktokenCounter()  # Load's default counter
+    assert ctx.token_count == counter.count_messages(ctx.messages) == 205
+    # the agent prompt (what respond's answer step sends) adds the system prompt and the question
+    agent = m.last_state.messages
+    assert agent == [{"role": "system", "content": DEFAULT_SYSTEM_PROMPT}, *ctx.messages,
+                     {"role": "user", "content": "Where does Ann live?"}]
+    assert counter.count_messages(agent) == 205 + counter.count_message(agent[0]) + counter.count_message(agent[-1])
+    told = fed(LayeredMemory(short_term=small_short_term(), load_step=Load(system_prompt="Be brief.")))
+    told_ctx = told.build_context("Where does Ann live?")
+    assert told_ctx.messages == [{"role": "system", "content": "Be brief."}, *ctx.messages]
+    assert told_ctx.token_count == 205 + counter.count_message(told_ctx.messages[0])
     state = m.last_state
     assert state.trace[0].startswith("retrieve:") and state.trace[1].startswith("filter: kept")
     paris = next(h for h in state.selected if h.record.content == "Ann lives in Paris")
@@ -113,7 +124,8 @@ def test_memoised_retrieval_and_llm_usage_through_loopback(server, chat_llm):
     assert usage["prompt_tokens"] == sum(sum(len(str(x["content"]).split()) for x in r["body"]["messages"])
                                          for r in answered)
     m.reset()
-    assert m.llm_usage() == {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "cached_calls": 0}
+    assert m.llm_usage() == {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "cached_calls": 0,
+            "cached_tokens": 0}
     assert m.retrieve("Where does Ann live?", 5) == []
 
 
@@ -203,7 +215,8 @@ def test_named_layered_with_an_llm_summarises_with_it():
     prompt = TiktokenCounter().count_messages(summarize_prompt(turns[:7], "", 150))
     assert prompt == 220
     assert m.usage_by_step()["summarize"] == {"prompt_tokens": 2 * prompt, "completion_tokens": 98,
-                                              "calls": 2, "cached_calls": 0}
+                                              "calls": 2, "cached_calls": 0,
+            "cached_tokens": 0}
     # an LLM summary is attributed lexically: a folded turn counts when at least half of its
     # stemmed content terms are in the summary ("Nice to meet you, Ann." and "Coffee lovers
     # unite." keep 1 of 3; "Rex sounds lovely." keeps rex and love(ly))
@@ -229,3 +242,25 @@ def test_an_empty_summary_claims_no_folded_turns():
     assert short.folds == 3 and short.summary == "" and short.summary_record is None
     assert ctx.source_ids == [f"t{i}" for i in range(22, 31)]
     assert not any(msg["content"].startswith("[Summary") for msg in ctx.messages)
+
+
+def test_replay_reports_the_same_llm_cost_on_a_cold_and_a_warm_response_cache(server, tmp_path):
+    dataset = load_any(datasets_dir()).subset(dialogues=1)
+    path = str(tmp_path / "responses.sqlite")
+
+    def run():
+        llm = OpenAIChat(model="loop", base_url=server.base_url, api_key="k", cache=ResponseCache(path))
+        return replay(LayeredMemory(llm=llm), dataset, ks=[5])
+
+    cold = run()
+    requests = len(server.requests)
+    assert requests > 0
+    # the loopback server bills whitespace words: the replay charged every request it answered
+    assert cold["llm_prompt_tokens"].sum() == sum(sum(len(str(m["content"]).split()) for m in r["body"]["messages"])
+                                                  for r in server.requests)
+    assert cold["llm_calls"].sum() == requests
+    warm = run()
+    assert len(server.requests) == requests  # every answer came from the cache
+    columns = ["probe_id", "retrieved_ids", "context_tokens", "llm_prompt_tokens", "llm_completion_tokens",
+               "llm_calls"]
+    assert warm[columns].equals(cold[columns])

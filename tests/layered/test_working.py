@@ -112,17 +112,33 @@ def test_load_layout_and_sources():
     lay.short_term.add(MemoryRecord("user", "Hi, I'm back.", id="D2:1", timestamp=4 * DAY))
     hits = Retrieve(k=2).run(WorkingState("Ann Paris tea"), lay).retrieved
     state = Load(token_counter=ApproxTokenCounter()).run(WorkingState("Ann Paris tea", selected=hits), lay)
-    assert state.messages == [
-        {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
-        {"role": "system", "content": f"{MEMORY_HEADER}\n- [1970-01-02] Ann lives in Paris\n"
-                                      "- [1970-01-03] Ann loves green tea"},
-        {"role": "user", "content": "Hi, I'm back."},
-        {"role": "user", "content": "Ann Paris tea"}]
+    memory = {"role": "system", "content": f"{MEMORY_HEADER}\n- [1970-01-02] Ann lives in Paris\n"
+                                           "- [1970-01-03] Ann loves green tea"}
+    back = {"role": "user", "content": "Hi, I'm back."}
+    # the context is what the memory contributes: no system prompt (none configured), no question
     ctx = state.context
+    assert ctx.messages == [memory, back]
     assert ctx.source_ids == ["D1:1", "D1:2", "D2:1"] and ctx.record_ids[-1] == "D2:1"
-    assert ctx.token_count == ApproxTokenCounter().count_messages(state.messages)
+    # ceil(len / 4) per field, 3 per message, 3 for the reply: memory 102 chars -> 3 + 2 + 26,
+    # "Hi, I'm back." -> 3 + 1 + 4, + 3
+    assert ctx.token_count == 31 + 8 + 3 == 42
+    assert state.trace == ["load: 2 context message(s), 42 tokens"]
+    # the agent prompt the Answer step sends wraps it in the default system prompt and the question
+    question = {"role": "user", "content": "Ann Paris tea"}
+    assert state.messages == [{"role": "system", "content": DEFAULT_SYSTEM_PROMPT}, memory, back, question]
+    # DEFAULT_SYSTEM_PROMPT is 203 chars: 3 + 2 + 51; the question 3 + 1 + 4
+    assert ApproxTokenCounter().count_messages(state.messages) == 42 + 56 + 8 == 106
+    # an explicitly configured system prompt belongs to the context (and leads the agent prompt)
+    told = Load(system_prompt="Be brief.", token_counter=ApproxTokenCounter()).run(
+        WorkingState("Ann Paris tea", selected=hits), lay)
+    brief = {"role": "system", "content": "Be brief."}
+    assert told.context.messages == [brief, memory, back] and told.context.token_count == 42 + 3 + 2 + 3
+    assert told.messages == [brief, memory, back, question]
     bare = Load(system_prompt="", include_dates=False).run(WorkingState("q"), layers())
+    assert bare.context.messages == [] and bare.context.token_count == 0
     assert bare.messages == [{"role": "user", "content": "q"}]
+    with pytest.raises(ConfigError, match="system_prompt must be a string or None, got int"):
+        Load(system_prompt=3)
 
 
 def test_answer_step_through_loopback(server, chat_llm):
@@ -133,6 +149,10 @@ def test_answer_step_through_loopback(server, chat_llm):
     step.run(state, lay)
     assert state.answer == "Ann lives in Paris"  # the offline answer: the best-matching memory line
     assert server.requests[0]["body"]["max_tokens"] == 30 and step.usage.calls == 1
+    # the answer step sends the agent prompt: system prompt, the context, then the question
+    assert server.requests[0]["body"]["messages"] == state.messages
+    assert state.messages[1:-1] == state.context.messages
+    assert state.messages[-1] == {"role": "user", "content": "Where does Ann live?"}
     assert asyncio.run(step.arun(WorkingState("x", messages=state.messages), lay)).answer == "Ann lives in Paris"
 
 

@@ -70,7 +70,8 @@ def test_tokens_counted_with_the_token_counter_and_usage_kept():
     # message: 3 framing + role "user" (1) + content (5); + 3 reply priming = 12
     assert c.prompt_tokens == 12 and c.completion_tokens == math.ceil(len(c.text) / 4) == 4
     llm.complete(msgs)
-    assert llm.usage.as_dict() == {"prompt_tokens": 24, "completion_tokens": 8, "calls": 2, "cached_calls": 0}
+    assert llm.usage.as_dict() == {"prompt_tokens": 24, "completion_tokens": 8, "calls": 2, "cached_calls": 0,
+            "cached_tokens": 0}
     default = OfflineLLM().complete(msgs)
     assert default.prompt_tokens == TiktokenCounter().count_messages(msgs)
 

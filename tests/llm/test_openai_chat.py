@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import pytest
 
 from memlab.base import ConfigError, MemlabError
 from memlab.llm import OpenAIChat, ResponseCache
+from memlab.llm.cache import _canonical, cache_key
 from memlab.llm.loopback import LoopbackServer
 from memlab.llm.openai_chat import MAX_RETRY_AFTER, parse_chat_response, retry_after_seconds
 
@@ -39,7 +41,8 @@ def test_completion_text_usage_and_request(server):
     assert c.text == "echo: hello there world"
     # loopback counts whitespace words: prompt 3, answer 4
     assert (c.prompt_tokens, c.completion_tokens, c.model, c.cached) == (3, 4, "test-model", False)
-    assert llm.usage.as_dict() == {"prompt_tokens": 3, "completion_tokens": 4, "calls": 1, "cached_calls": 0}
+    assert llm.usage.as_dict() == {"prompt_tokens": 3, "completion_tokens": 4, "calls": 1, "cached_calls": 0,
+            "cached_tokens": 0}
     body = server.requests[0]["body"]
     assert body["model"] == "test-model" and body["temperature"] == 0.0 and body["max_tokens"] == 50
     assert body["messages"] == MSGS
@@ -47,7 +50,8 @@ def test_completion_text_usage_and_request(server):
     assert server.requests[1]["body"]["temperature"] == 0.5
     assert llm.usage.calls == 2 and llm.usage.prompt_tokens == 6
     llm.reset_usage()
-    assert llm.usage.as_dict() == {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "cached_calls": 0}
+    assert llm.usage.as_dict() == {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "cached_calls": 0,
+            "cached_tokens": 0}
 
 
 def test_429_with_retry_after_then_success(server):
@@ -118,7 +122,7 @@ def test_missing_usage_counts_zero(server):
     assert (c.text, c.prompt_tokens, c.completion_tokens) == ("hi", 0, 0)
 
 
-def test_cache_hit_makes_no_request_and_costs_no_tokens(server, tmp_path):
+def test_cache_hit_makes_no_request_and_counts_the_original_tokens(server, tmp_path):
     path = str(tmp_path / "responses.sqlite")
     llm = make(server, cache=ResponseCache(path))
     first = llm.complete(MSGS)
@@ -126,14 +130,50 @@ def test_cache_hit_makes_no_request_and_costs_no_tokens(server, tmp_path):
     assert len(server.requests) == 1
     assert second.cached and not first.cached and second.text == first.text
     assert (second.prompt_tokens, second.completion_tokens) == (3, 4)  # what the original call cost
-    assert llm.usage.as_dict() == {"prompt_tokens": 3, "completion_tokens": 4, "calls": 1, "cached_calls": 1}
+    # usage is the cost of the work whatever the cache state; the hit is counted apart too
+    assert llm.usage.as_dict() == {"prompt_tokens": 6, "completion_tokens": 8, "calls": 2, "cached_calls": 1,
+                                   "cached_tokens": 7}
+    assert (llm.usage.total_tokens, llm.usage.billed_tokens) == (14, 7)
     llm.complete(MSGS, temperature=0.3)  # different params: a different key
     assert len(server.requests) == 2
     llm.cache.close()
-    # a new client on the same file replays without asking the server
+    # a new client on the same file replays without asking the server, at the same cost
     again = make(server, cache=ResponseCache(path))
     assert again.complete(MSGS).cached and len(server.requests) == 2
-    assert again.usage.prompt_tokens == 0 and again.usage.cached_calls == 1
+    assert again.usage.as_dict() == {"prompt_tokens": 3, "completion_tokens": 4, "calls": 1, "cached_calls": 1,
+                                     "cached_tokens": 7}
+    assert again.usage.billed_tokens == 0
+    again.cache.close()
+
+
+def test_async_cache_hit_counts_like_a_sync_one(server):
+    llm = make(server, cache=ResponseCache())
+    cold = asyncio.run(llm.acomplete(MSGS))
+    warm = asyncio.run(llm.acomplete(MSGS))
+    assert (cold.cached, warm.cached, len(server.requests)) == (False, True, 1)
+    assert llm.usage.as_dict() == {"prompt_tokens": 6, "completion_tokens": 8, "calls": 2, "cached_calls": 1,
+                                   "cached_tokens": 7}
+
+
+def test_a_cache_row_without_token_counts_reads_as_zero(server, tmp_path):
+    path = str(tmp_path / "foreign.sqlite")
+    cache = ResponseCache(path)
+    len(cache)  # creates the table
+    cache.close()
+    # a row another tool wrote without counts (memlab always writes them)
+    params = {"temperature": 0.0}
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE loose AS SELECT * FROM responses")  # same columns, no NOT NULL
+        db.execute("DROP TABLE responses")
+        db.execute("ALTER TABLE loose RENAME TO responses")
+        db.execute("INSERT INTO responses VALUES (?, ?, ?, ?, NULL, NULL, 0)",
+                   (cache_key("test-model", MSGS, params), "test-model", _canonical("test-model", MSGS, params), "old"))
+    llm = make(server, cache=ResponseCache(path))
+    c = llm.complete(MSGS)
+    assert (c.text, c.cached, c.prompt_tokens, c.completion_tokens) == ("old", True, 0, 0)
+    assert server.requests == [] and llm.usage.as_dict() == {
+        "prompt_tokens": 0, "completion_tokens": 0, "calls": 1, "cached_calls": 1, "cached_tokens": 0}
+    llm.cache.close()
 
 
 def test_acomplete_retries_and_records_usage(server):
@@ -147,7 +187,8 @@ def test_acomplete_retries_and_records_usage(server):
     assert a.text == "echo: hello there world" and b.text == "echo: b"
     assert len(server.requests) == 3
     assert [(e.status, e.wait) for e in llm.retries] == [(429, 0.02)]
-    assert llm.usage.as_dict() == {"prompt_tokens": 4, "completion_tokens": 6, "calls": 2, "cached_calls": 0}
+    assert llm.usage.as_dict() == {"prompt_tokens": 4, "completion_tokens": 6, "calls": 2, "cached_calls": 0,
+            "cached_tokens": 0}
 
 
 def test_acomplete_gives_up_with_clear_error(server):

@@ -29,11 +29,14 @@ class LayeredMemory(Strategy):
       extracting any buffered turns when ``flush_on_retrieve``); memories do not get
       reinforced by it. Each hit is a long-term memory whose
       ``metadata["source_ids"]`` names the dialogue turns it came from.
-    - ``build_context(query)``: retrieve -> ``filter_step`` -> ``load_step`` (system prompt,
-      selected memories, short-term summary and turns, the question); the selected
+    - ``build_context(query)``: retrieve -> ``filter_step`` -> ``load_step``; the context is
+      what the memory contributes (the selected memories, the short-term summary and turns,
+      and a system prompt only when ``Load(system_prompt=...)`` sets one), never the
+      question, like every strategy's (``memlab.strategies.base.Context``). The selected
       memories are reinforced (recalled at ``now``).
     - ``respond(message)``: the full agent loop: build the context, ``answer_step`` (if
-      configured), then ``update_step`` with the message and the answer.
+      configured) on the agent prompt (``last_state.messages``: system prompt, context,
+      the message), then ``update_step`` with the message and the answer.
 
     Defaults are offline: ``ShortTermMemory()`` (extractive summaries),
     ``LongTermMemory()`` (in memory, hashing embedder, no decay), ``RuleBasedExtractor()``,

@@ -51,8 +51,8 @@ class WorkingState:
     queries: list[str] = field(default_factory=list)
     retrieved: list[Hit] = field(default_factory=list)
     selected: list[Hit] = field(default_factory=list)
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    context: Context | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)  # the agent prompt (Load): system, context, question
+    context: Context | None = None     # what the memory contributes (Load); no question
     answer: str | None = None
     new_memories: list[MemoryRecord] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
@@ -400,13 +400,23 @@ MEMORY_HEADER = "Relevant memories (oldest first):"
 
 
 class Load(Step):
-    """Assemble the context: system prompt, the selected memories as one marked system
-    message (``MEMORY_HEADER``, one ``- [date] content`` line each, oldest first; the date
-    is the memory's UTC day when ``include_dates``), the short-term messages (summary and
-    turns), and the question as the final user message. ``token_count`` uses
-    ``token_counter`` (memlab's default counter when None)."""
+    """Assemble the memory's context and the agent prompt around it.
 
-    def __init__(self, system_prompt: str = DEFAULT_SYSTEM_PROMPT, include_dates: bool = True,
+    ``state.context`` (what ``LayeredMemory.build_context`` returns, see
+    ``memlab.strategies.base.Context``) holds what the memory contributes, in order:
+    ``system_prompt`` when one is given, the selected memories as one marked system message
+    (``MEMORY_HEADER``, one ``- [date] content`` line each, oldest first; the date is the
+    memory's UTC day when ``include_dates``), and the short-term messages (summary and
+    turns). Never the question: whoever answers adds it. ``token_count`` counts exactly
+    these messages with ``token_counter`` (memlab's default counter when None).
+
+    ``state.messages`` is the agent prompt the ``Answer`` step sends: a system prompt
+    (``system_prompt``, or ``DEFAULT_SYSTEM_PROMPT`` when it is None), the memory and
+    short-term messages, then the question as the final user message. ``system_prompt=""``
+    leaves out the system prompt in both.
+    """
+
+    def __init__(self, system_prompt: str | None = None, include_dates: bool = True,
                  token_counter: Any = None):
         self.system_prompt = system_prompt
         self.include_dates = include_dates
@@ -414,6 +424,8 @@ class Load(Step):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
+        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
+            raise ConfigError(f"system_prompt must be a string or None, got {type(self.system_prompt).__name__}")
         self._counter = resolve_counter(self.token_counter)
 
     def memory_message(self, hits: list[Hit]) -> dict[str, Any] | None:
@@ -429,22 +441,23 @@ class Load(Step):
         return {"role": "system", "content": "\n".join(lines)}
 
     def run(self, state: WorkingState, layers: Layers) -> WorkingState:
-        messages: list[dict[str, Any]] = []
-        if self.system_prompt:
-            messages.append({"role": "system", "content": self.system_prompt})
-        memory = self.memory_message(state.selected)
-        if memory is not None:
-            messages.append(memory)
+        memory: list[dict[str, Any]] = []
+        selected = self.memory_message(state.selected)
+        if selected is not None:
+            memory.append(selected)
         short = layers.short_term.records()
-        messages += [r.to_openai() for r in short]
-        messages.append({"role": "user", "content": state.question})
+        memory += [r.to_openai() for r in short]
+        configured = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        agent = self.system_prompt if self.system_prompt is not None else DEFAULT_SYSTEM_PROMPT
+        context = configured + memory
+        state.messages = ([{"role": "system", "content": agent}] if agent else []) + memory \
+            + [{"role": "user", "content": state.question}]
         record_ids = [h.id for h in state.selected] + [r.id for r in short]
         sources = [s for h in state.selected for s in h.record.source_ids]
         sources += [s for r in short for s in r.source_ids]
-        state.messages = messages
-        state.context = Context(messages=messages, token_count=int(self._counter.count_messages(messages)),
+        state.context = Context(messages=context, token_count=int(self._counter.count_messages(context)),
                                 record_ids=record_ids, source_ids=list(dict.fromkeys(sources)))
-        state.trace.append(f"load: {len(messages)} message(s), {state.context.token_count} tokens")
+        state.trace.append(f"load: {len(context)} context message(s), {state.context.token_count} tokens")
         return state
 
 

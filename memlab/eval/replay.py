@@ -9,11 +9,11 @@ the turn it follows. One row per probe records:
 - retrieval view: retrieved_ids, retrieved_source_ids, retrieved_scores (ranked, k_max);
 - context view: context_ids (source turns in the built context), context_record_ids,
   context_tokens;
-- cost: llm_prompt_tokens, llm_completion_tokens, llm_calls, llm_cached_calls (the strategy's
-  own LLM calls; a call answered from a response cache counts at its original cost and is
-  also counted in llm_cached_calls, so the numbers do not depend on the cache's state;
-  made for this probe and since the previous one: summaries and extractions made while
-  reading are charged to the next probe), latency_ms (wall time of retrieve + build_context:
+- cost: llm_prompt_tokens, llm_completion_tokens, llm_calls, llm_cached_calls: the
+  strategy's own LLM calls made for this probe and since the previous one (summaries and
+  extractions made while reading are charged to the next probe); a call answered from a
+  response cache counts at its original cost and also in llm_cached_calls, so the numbers
+  do not depend on the cache's state; latency_ms (wall time of retrieve + build_context:
   the only column that is not reproducible bit for bit);
 - configuration: every parameter of the strategy (``param:<name>`` columns, deep), the
   dataset name and hash, and provenance (memlab version, git commit).

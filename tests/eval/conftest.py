@@ -49,3 +49,13 @@ def tiny_doc():
 @pytest.fixture
 def tiny():
     return dataset_from_dict(tiny_doc(), source="tiny.json", default_name="tiny")
+
+
+@pytest.fixture
+def tiny_file(tmp_path):
+    """The tiny dataset written to a native JSON file."""
+    import json
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_doc()))
+    return path

@@ -15,13 +15,6 @@ def run_cli(*args):
                           cwd=REPO)
 
 
-@pytest.fixture
-def tiny_file(tmp_path):
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(tiny_doc()))
-    return path
-
-
 def test_eval_json_is_one_object_with_the_promised_keys(tiny_file, capsys):
     assert main(["eval", str(tiny_file), "--strategy", "bm25", "--k", "3", "--json"]) == 0
     out = capsys.readouterr().out

@@ -43,16 +43,6 @@ def _config(tmp_path, tiny_file):
     }
 
 
-@pytest.fixture
-def tiny_file(tmp_path):
-    import json
-
-    from .conftest import tiny_doc
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(tiny_doc()))
-    return path
-
-
 def test_run_config_writes_table_summary_and_plots(tmp_path, tiny_file):
     result = run_config(_config(tmp_path, tiny_file), progress=False)
     out = tmp_path / "out"

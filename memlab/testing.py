@@ -16,9 +16,8 @@ similarity arithmetic in tests.
 from __future__ import annotations
 
 import pickle
-from typing import Any, Callable
-
 import re
+from typing import Any, Callable
 
 import numpy as np
 

@@ -9,8 +9,6 @@ from memlab.testing import WordCounter
 from memlab.tokens import TiktokenCounter
 
 
-
-
 def cr(id, role, content, ts, score, **kw):
     return ContextRecord(MemoryRecord(role=role, content=content, id=id, timestamp=ts, **kw),
                          score=score, timestamp=ts)

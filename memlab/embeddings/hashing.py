@@ -17,11 +17,12 @@ import re
 import numpy as np
 
 from ..base import MemlabError
+from ..text import HAN, KANA
 from .base import Embedder
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Scripts written without spaces between words: Hiragana, Katakana, CJK ideographs.
-_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_RANGES = KANA + HAN
 _CJK = re.compile(f"[{_CJK_RANGES}]")
 _CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
 

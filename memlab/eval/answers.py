@@ -25,9 +25,10 @@ from typing import Any
 
 from ..base import Component, ConfigError
 from ..retrieval.tokenize import porter_stem
+from ..text import HAN, KANA
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_CJK_OR_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK_OR_WORD = re.compile(f"[{KANA}{HAN}]|[^{KANA}{HAN}]+")
 _PUNCT = str.maketrans("", "", string.punctuation)
 
 ANSWER_INSTRUCTION = ("Answer the question using the conversation above. Answer in a short phrase; "

@@ -35,8 +35,18 @@ from typing import Any
 
 from .base import LLM, Completion, Message
 from .counting import resolve_counter
-from .prompts import (EXPAND, EXTRACT, FILTER, HYDE, REWRITE, SUMMARIZE, parse_numbered,
-                      parse_sections, parse_turns, task_of)
+from .prompts import (
+    EXPAND,
+    EXTRACT,
+    FILTER,
+    HYDE,
+    REWRITE,
+    SUMMARIZE,
+    parse_numbered,
+    parse_sections,
+    parse_turns,
+    task_of,
+)
 from .text import overlap, sentences, stem, terms, unique
 
 _PRONOUN = re.compile(r"\b(?:it|that|this|there|they|them|he|she|him|her|those|these)\b|它|那|这|他|她", re.I)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-_CJK_CHAR = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+from ..text import HAN
+
+_CJK_CHAR = HAN
 _CJK = re.compile(f"[{_CJK_CHAR}]")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")

@@ -13,9 +13,10 @@ import re
 from typing import Any
 
 from ..base import Component, ConfigError
+from ..text import HAN, HAN_SUPPLEMENTARY
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+_HAN = HAN + HAN_SUPPLEMENTARY
 _HAN_RUN = re.compile(f"[{_HAN}]+")
 _HAN_ANY = re.compile(f"[{_HAN}]")
 _ASCII_WORD = re.compile(r"[a-z]+")

@@ -54,7 +54,13 @@ def make_embedder(embedder: str | Embedder | None) -> Embedder:
 
 def _retriever(kind: str, embedder: Any = "hashing", weights: list[float] | None = None,
                fusion: str = "rrf"):
-    from ..retrieval import RRF, BM25Retriever, HybridRetriever, VectorRetriever, WeightedSum
+    from ..retrieval import (
+        RRF,
+        BM25Retriever,
+        HybridRetriever,
+        VectorRetriever,
+        WeightedSum,
+    )
 
     if kind == "bm25":
         return BM25Retriever()

@@ -23,7 +23,7 @@ from ..context import ScoreBasedContextCreator
 from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
 from ..retrieval.filters import Where
-from ..tokens import TokenCounter, TiktokenCounter
+from ..tokens import TiktokenCounter, TokenCounter
 from .base import Context, Strategy
 
 

@@ -13,8 +13,6 @@ from memlab.storage.vector import NumpyVectorStore
 from memlab.testing import KeywordEmbedder
 
 
-
-
 def make_store(kind):
     if kind == "numpy":
         return NumpyVectorStore()

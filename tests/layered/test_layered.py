@@ -10,8 +10,16 @@ from memlab.base import ConfigError
 from memlab.eval.paths import datasets_dir
 from memlab.eval.replay import load_any, replay
 from memlab.llm import OfflineLLM, OpenAIChat, ResponseCache
-from memlab.memories.layered import (Answer, LayeredMemory, Load, LongTermMemory, MultiQueryExpander, Retrieve,
-                                     ShortTermMemory, Update)
+from memlab.memories.layered import (
+    Answer,
+    LayeredMemory,
+    Load,
+    LongTermMemory,
+    MultiQueryExpander,
+    Retrieve,
+    ShortTermMemory,
+    Update,
+)
 from memlab.memories.layered.working import DEFAULT_SYSTEM_PROMPT
 from memlab.records import MemoryRecord
 from memlab.strategies.base import Context, registry

@@ -9,9 +9,23 @@ import pytest
 
 from memlab.base import ConfigError
 from memlab.llm import OfflineLLM
-from memlab.memories.layered import (Answer, Filter, HyDEExpander, Layers, LLMQueryRewriter, LLMRelevanceFilter,
-                                     Load, LongTermMemory, LongTermRetriever, MultiQueryExpander, Retrieve,
-                                     RuleBasedExtractor, ShortTermMemory, Update, WorkingState)
+from memlab.memories.layered import (
+    Answer,
+    Filter,
+    HyDEExpander,
+    Layers,
+    LLMQueryRewriter,
+    LLMRelevanceFilter,
+    Load,
+    LongTermMemory,
+    LongTermRetriever,
+    MultiQueryExpander,
+    Retrieve,
+    RuleBasedExtractor,
+    ShortTermMemory,
+    Update,
+    WorkingState,
+)
 from memlab.memories.layered.working import DEFAULT_SYSTEM_PROMPT, MEMORY_HEADER
 from memlab.records import MemoryRecord
 from memlab.retrieval.bm25 import BM25Retriever

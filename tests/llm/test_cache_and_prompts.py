@@ -11,8 +11,18 @@ import pytest
 from memlab.base import MemlabError
 from memlab.llm import Completion, ResponseCache
 from memlab.llm.cache import cache_key
-from memlab.llm.prompts import (filter_prompt, parse_lines, parse_numbered, parse_sections, parse_selection,
-                                parse_turns, render_turns, strip_fences, summarize_prompt, task_of)
+from memlab.llm.prompts import (
+    filter_prompt,
+    parse_lines,
+    parse_numbered,
+    parse_sections,
+    parse_selection,
+    parse_turns,
+    render_turns,
+    strip_fences,
+    summarize_prompt,
+    task_of,
+)
 from memlab.records import MemoryRecord
 
 MSGS = [{"role": "user", "content": "héllo"}]

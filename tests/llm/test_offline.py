@@ -8,9 +8,15 @@ import math
 
 from memlab.llm import OfflineLLM
 from memlab.llm.offline import inflect
+from memlab.llm.prompts import (
+    expand_prompt,
+    extract_prompt,
+    filter_prompt,
+    hyde_prompt,
+    rewrite_prompt,
+    summarize_prompt,
+)
 from memlab.llm.text import stem
-from memlab.llm.prompts import (expand_prompt, extract_prompt, filter_prompt, hyde_prompt, rewrite_prompt,
-                                summarize_prompt)
 from memlab.records import MemoryRecord
 from memlab.tokens import ApproxTokenCounter, TiktokenCounter
 

@@ -2,8 +2,7 @@ import pickle
 
 import pytest
 
-from memlab import ConfigError
-from memlab import strategies
+from memlab import ConfigError, strategies
 from memlab.records import MemoryRecord
 from memlab.retrieval import BM25Retriever, HybridRetriever, PseudoRelevanceFeedback
 from memlab.strategies import RetrievalStrategy, build, build_strategy, to_spec

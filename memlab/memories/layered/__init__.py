@@ -6,8 +6,21 @@ from .layered import LayeredMemory
 from .long_term import LongTermMemory, RepairReport
 from .short_term import ShortTermMemory
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .working import (Answer, Filter, HyDEExpander, Layers, LLMQueryRewriter, LLMRelevanceFilter, Load,
-                      LongTermRetriever, MultiQueryExpander, Retrieve, Step, Update, WorkingState)
+from .working import (
+                      Answer,
+                      Filter,
+                      HyDEExpander,
+                      Layers,
+                      LLMQueryRewriter,
+                      LLMRelevanceFilter,
+                      Load,
+                      LongTermRetriever,
+                      MultiQueryExpander,
+                      Retrieve,
+                      Step,
+                      Update,
+                      WorkingState,
+)
 
 __all__ = ["ExtractedMemory", "Extractor", "LLMExtractor", "RuleBasedExtractor", "LayeredMemory",
            "LongTermMemory", "RepairReport", "ShortTermMemory", "ExtractiveSummarizer", "LLMSummarizer",

@@ -14,8 +14,16 @@ from .extraction import Extractor, LLMExtractor, RuleBasedExtractor
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory
 from .summarize import LLMSummarizer
-from .working import (Answer, Filter, Layers, LLMRelevanceFilter, Load, Retrieve, Update,
-                      WorkingState)
+from .working import (
+    Answer,
+    Filter,
+    Layers,
+    LLMRelevanceFilter,
+    Load,
+    Retrieve,
+    Update,
+    WorkingState,
+)
 
 
 class LayeredMemory(Strategy):

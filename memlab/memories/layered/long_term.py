@@ -27,7 +27,7 @@ from ...records import Hit, MemoryRecord, Role
 from ...retrieval.conflicts import ConflictResolver
 from ...retrieval.filters import Where, matches, validate_where
 from ...storage.vector import NumpyVectorStore, VectorStore
-from .extraction import ExtractedMemory, MEMORY_TYPES
+from .extraction import MEMORY_TYPES, ExtractedMemory
 
 log = logging.getLogger(__name__)
 

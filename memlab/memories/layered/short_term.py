@@ -8,7 +8,13 @@ from ...base import Component, ConfigError, MemlabError
 from ...llm.base import LLMUsage
 from ...llm.counting import resolve_counter
 from ...records import MemoryRecord, Role
-from .summarize import ExtractiveSummarizer, Summarizer, SummaryPiece, pieces_sources, pieces_text
+from .summarize import (
+    ExtractiveSummarizer,
+    Summarizer,
+    SummaryPiece,
+    pieces_sources,
+    pieces_text,
+)
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation] "
 SUMMARY_ID = "short-term-summary"

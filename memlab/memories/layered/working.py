@@ -16,7 +16,14 @@ from typing import Any
 from ...base import Component, ConfigError, MemlabError
 from ...llm.base import LLM, LLMUsage, UsesLLM, sum_usage
 from ...llm.counting import resolve_counter
-from ...llm.prompts import expand_prompt, filter_prompt, hyde_prompt, parse_lines, parse_selection, rewrite_prompt
+from ...llm.prompts import (
+    expand_prompt,
+    filter_prompt,
+    hyde_prompt,
+    parse_lines,
+    parse_selection,
+    rewrite_prompt,
+)
 from ...records import Hit, MemoryRecord, Role
 from ...retrieval.base import Retriever
 from ...retrieval.expansion import QueryExpander

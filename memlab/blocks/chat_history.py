@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Sequence
 
 from ..base import ConfigError
@@ -35,6 +37,10 @@ class ChatHistoryBlock(MemoryBlock):
     With keep_rate 0.9 the newest three non-system messages score 1.0, 0.9, 0.81.
     A leading SYSTEM/DEVELOPER message (the first record) is protected: windows always
     include it and pop/remove never delete it.
+
+    The block keeps the parsed history in memory next to the store (a replay retrieves
+    after every turn; parsing the whole store each time made retrieval quadratic), so
+    write through the block, not to its store directly.
     """
 
     def __init__(self, storage: KeyValueStore | None = None, keep_rate: float = 0.9):
@@ -50,23 +56,32 @@ class ChatHistoryBlock(MemoryBlock):
         if getattr(self, "_storage_arg", _UNSET) is not self.storage:
             self._store = self.storage if self.storage is not None else InMemoryKeyValueStore()
             self._storage_arg = self.storage
+            self._parsed: list[MemoryRecord] | None = None
 
     @property
     def store(self) -> KeyValueStore:
         """The key-value store in use (the default one when ``storage`` is None)."""
         return self._store
 
+    def _history(self) -> list[MemoryRecord]:
+        if self._parsed is None:
+            self._parsed = [MemoryRecord.from_dict(d) for d in self._store.load()]
+        return self._parsed
+
     def records(self) -> list[MemoryRecord]:
-        """Every stored record, chronologically."""
-        return [MemoryRecord.from_dict(d) for d in self._store.load()]
+        """Every stored record, chronologically (copies: changing them changes nothing)."""
+        return [_copy(r) for r in self._history()]
 
     def __len__(self) -> int:
-        return len(self._store.load())
+        return len(self._history())
 
     def write_records(self, records: Sequence[MemoryRecord]) -> None:
         records = check_records(records, "ChatHistoryBlock.write_records")
         if records:
-            self._store.save([r.to_dict() for r in records])
+            dicts = [r.to_dict() for r in records]
+            self._store.save(dicts)
+            if self._parsed is not None:
+                self._parsed.extend(MemoryRecord.from_dict(d) for d in dicts)
 
     def retrieve(self, window_size: int | None = None) -> list[ContextRecord]:
         """Scored records, chronologically.
@@ -108,6 +123,7 @@ class ChatHistoryBlock(MemoryBlock):
             return []
         removed = dicts[len(dicts) - n:]
         self._store.replace(dicts[:len(dicts) - n])
+        self._parsed = None
         return [MemoryRecord.from_dict(d) for d in removed]
 
     def remove_records_by_indices(self, indices: Sequence[int]) -> list[MemoryRecord]:
@@ -130,10 +146,23 @@ class ChatHistoryBlock(MemoryBlock):
         if not wanted:
             return []
         self._store.replace([d for i, d in enumerate(dicts) if i not in wanted])
+        self._parsed = None
         return [MemoryRecord.from_dict(dicts[i]) for i in sorted(wanted)]
+
+    def replace_records(self, records: Sequence[MemoryRecord]) -> None:
+        """Make ``records`` the whole history (used by ``ChatHistoryMemory.clean_tool_calls``)."""
+        records = check_records(records, "ChatHistoryBlock.replace_records")
+        self._store.replace([r.to_dict() for r in records])
+        self._parsed = None
 
     def clear(self) -> None:
         self._store.clear()
+        self._parsed = None
+
+
+def _copy(record: MemoryRecord) -> MemoryRecord:
+    return dataclasses.replace(record, metadata=copy.deepcopy(record.metadata),
+                               tool_calls=list(record.tool_calls))
 
 
 def _leading_system(records: list[MemoryRecord]) -> int:

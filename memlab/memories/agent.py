@@ -104,7 +104,7 @@ class ChatHistoryMemory(AgentMemory):
                     continue
                 rec = dataclasses.replace(rec, tool_calls=[])
             kept.append(rec)
-        self._block.store.replace([r.to_dict() for r in kept])
+        self._block.replace_records(kept)
         return len(records) - len(kept)
 
 

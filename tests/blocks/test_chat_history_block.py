@@ -251,3 +251,21 @@ def test_component_contract():
     assert len(block) == 0 and block.store is new_store
     with pytest.raises(ConfigError, match=r"storage must be a KeyValueStore or None, got list"):
         ChatHistoryBlock(storage=[])
+
+
+def test_parsed_history_stays_in_step_with_writes_pops_removes_and_clear():
+    from memlab.blocks.chat_history import ChatHistoryBlock
+    from memlab.records import MemoryRecord
+
+    block = ChatHistoryBlock(keep_rate=0.5)
+    block.write_records([MemoryRecord("user", f"m{i}", id=f"m{i}", timestamp=float(i)) for i in range(4)])
+    assert [r.id for r in block.records()] == ["m0", "m1", "m2", "m3"]
+    block.write_record(MemoryRecord("user", "m4", id="m4", timestamp=4.0))
+    assert len(block) == 5 and [c.score for c in block.retrieve(2)] == [0.5, 1.0]
+    block.pop_records(1)
+    block.remove_records_by_indices([0])
+    assert [r.id for r in block.records()] == ["m1", "m2", "m3"]
+    block.records()[0].metadata["x"] = 1  # a copy: the history is unchanged
+    assert block.records()[0].metadata == {}
+    block.clear()
+    assert block.records() == [] and len(block) == 0

@@ -320,32 +320,33 @@ class LLMExtractor(UsesLLM, Extractor):
     def extract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
         if not records:
             return []
-        messages = extract_prompt(records)
-        error = ""
+        messages, error = extract_prompt(records), ""
         for _ in range(self.max_attempts):
-            answer = self._call(self.llm, messages).text
-            try:
-                return self._clean(parse_extraction(answer, _ids(records)), records)
-            except MemlabError as exc:
-                error = str(exc)
-                messages = messages + [{"role": "assistant", "content": answer},
-                                       {"role": "user", "content": _retry_note(error)}]
+            found, messages, error = self._read(self._call(self.llm, messages).text, records, messages)
+            if found is not None:
+                return found
         return self._give_up(error)
 
     async def aextract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
         if not records:
             return []
-        messages = extract_prompt(records)
-        error = ""
+        messages, error = extract_prompt(records), ""
         for _ in range(self.max_attempts):
-            answer = (await self._acall(self.llm, messages)).text
-            try:
-                return self._clean(parse_extraction(answer, _ids(records)), records)
-            except MemlabError as exc:
-                error = str(exc)
-                messages = messages + [{"role": "assistant", "content": answer},
-                                       {"role": "user", "content": _retry_note(error)}]
+            found, messages, error = self._read((await self._acall(self.llm, messages)).text, records, messages)
+            if found is not None:
+                return found
         return self._give_up(error)
+
+    def _read(self, answer: str, records: list[MemoryRecord], messages: list[dict[str, str]]
+              ) -> tuple[list[ExtractedMemory] | None, list[dict[str, str]], str]:
+        """(memories, messages, "") for a valid answer; else (None, the retry conversation, error)."""
+        try:
+            return self._clean(parse_extraction(answer, _ids(records)), records), messages, ""
+        except MemlabError as exc:
+            error = str(exc)
+            retry = messages + [{"role": "assistant", "content": answer},
+                                {"role": "user", "content": _retry_note(error)}]
+            return None, retry, error
 
     def _give_up(self, error: str) -> list[ExtractedMemory]:
         self._failures += 1

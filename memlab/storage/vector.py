@@ -86,7 +86,9 @@ class NumpyVectorStore(VectorStore):
     def _on_params_changed(self) -> None:
         self._ids: list[str] = []
         self._index: dict[str, int] = {}
-        self._vectors = np.zeros((0, self.dim or 0), dtype=np.float32)
+        # rows [0, len(ids)) of a buffer whose capacity doubles: amortised O(1) appends
+        self._buf = np.zeros((0, self.dim or 0), dtype=np.float32)
+        self._vectors = self._buf
         self._metadatas: list[dict[str, Scalar]] = []
         self._documents: list[str] = []
 
@@ -100,11 +102,17 @@ class NumpyVectorStore(VectorStore):
         vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
         self.delete([i for i in ids if i in self._index])
         if not self._ids:
-            self._vectors = np.zeros((0, vectors.shape[1]), dtype=np.float32)
+            self._buf = np.zeros((0, vectors.shape[1]), dtype=np.float32)
         start = len(self._ids)
+        end = start + len(ids)
+        if end > self._buf.shape[0]:
+            grown = np.zeros((max(end, 2 * self._buf.shape[0], 16), vectors.shape[1]), dtype=np.float32)
+            grown[:start] = self._buf[:start]
+            self._buf = grown
+        self._buf[start:end] = vectors
+        self._vectors = self._buf[:end]
         self._ids.extend(ids)
         self._index.update({i: start + n for n, i in enumerate(ids)})
-        self._vectors = np.concatenate([self._vectors, vectors])
         self._metadatas.extend(dict(m) for m in (metadatas or [{}] * len(ids)))
         self._documents.extend(documents or [""] * len(ids))
 
@@ -114,7 +122,8 @@ class NumpyVectorStore(VectorStore):
             return
         keep = [n for n in range(len(self._ids)) if n not in drop]
         self._ids = [self._ids[n] for n in keep]
-        self._vectors = self._vectors[keep]
+        self._buf = self._vectors[keep]
+        self._vectors = self._buf
         self._metadatas = [self._metadatas[n] for n in keep]
         self._documents = [self._documents[n] for n in keep]
         self._index = {i: n for n, i in enumerate(self._ids)}
@@ -137,8 +146,15 @@ class NumpyVectorStore(VectorStore):
             candidates = np.arange(len(self._ids))
         if candidates.size == 0:
             return []
+        cand_scores = scores[candidates]
+        if candidates.size > k:
+            # keep every candidate scoring at least the k-th best (ties included), then the
+            # stable sort below orders only those: O(n + k log k) instead of O(n log n)
+            kth = np.partition(cand_scores, candidates.size - k)[candidates.size - k]
+            top = cand_scores >= kth
+            candidates, cand_scores = candidates[top], cand_scores[top]
         # stable sort on -score keeps insertion order among ties
-        order = candidates[np.argsort(-scores[candidates], kind="stable")][:k]
+        order = candidates[np.argsort(-cand_scores, kind="stable")][:k]
         return [(self._ids[n], float(scores[n])) for n in order]
 
     def get(self, ids):

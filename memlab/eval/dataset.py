@@ -270,9 +270,8 @@ class Dataset:
 
     def save(self, path: str) -> None:
         """Write the dataset in the native format (UTF-8, indented)."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, ensure_ascii=False, indent=1)
-            f.write("\n")
+        from ..atomic import atomic_write_text
+        atomic_write_text(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n")
 
     def __repr__(self) -> str:
         return (f"Dataset(name={self.name!r}, dialogues={len(self.dialogues)}, "

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..atomic import atomic_write
 from ..base import MemlabError
 
 _CSV_MARK = "#memlab-results "
@@ -136,9 +137,10 @@ def save_results(df: pd.DataFrame, path: str) -> str:
         table = pa.Table.from_pandas(encoded, preserve_index=False)
         schema_meta = dict(table.schema.metadata or {})
         schema_meta[_META_KEY] = json.dumps(meta).encode("utf-8")
-        pq.write_table(table.replace_schema_metadata(schema_meta), path)
+        with atomic_write(path, "wb") as f:  # a killed run never leaves a torn parquet file
+            pq.write_table(table.replace_schema_metadata(schema_meta), f)
     else:
-        with open(path, "w", encoding="utf-8", newline="") as f:
+        with atomic_write(path, "w", encoding="utf-8", newline="") as f:
             f.write(_CSV_MARK + json.dumps(meta, ensure_ascii=False) + "\n")
             encoded.to_csv(f, index=False)
     return path

@@ -180,16 +180,26 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
     from .compare import to_markdown
     from .results import provenance, save_results
 
-    out.mkdir(parents=True, exist_ok=True)
-    save_results(result.results, str(out / "results.parquet"))
-    result.summary.to_csv(out / "summary.csv", index=False)
-    (out / "summary.md").write_text(to_markdown(result.summary) + "\n", encoding="utf-8")
-    (out / "provenance.json").write_text(json.dumps(provenance(), indent=2) + "\n", encoding="utf-8")
+    from ..atomic import atomic_write, atomic_write_text
+
+    # Draw every plot before writing anything: a bad plot section fails with nothing written.
+    figures = {}
     for n, plot in enumerate(plots):
         fig = make_plot(result.results, plot, where=f"{where}: plots[{n}]")
         name = plot.get("file") or f"{n:02d}_{plot.get('kind')}_{plot.get('metric', plot.get('y', ''))}.png"
-        fig.savefig(out / str(name).replace("@", "_at_"), dpi=120, bbox_inches="tight")
-        result.figures[str(name)] = fig
+        figures[str(name)] = fig
+    out.mkdir(parents=True, exist_ok=True)
+    # Each file is replaced atomically; the summary and provenance go first and the results last,
+    # so a killed run leaves the previous complete results.parquet in place.
+    with atomic_write(out / "summary.csv", "w", encoding="utf-8", newline="") as fh:
+        result.summary.to_csv(fh, index=False)
+    atomic_write_text(out / "summary.md", to_markdown(result.summary) + "\n")
+    atomic_write_text(out / "provenance.json", json.dumps(provenance(), indent=2) + "\n")
+    for name, fig in figures.items():
+        with atomic_write(out / name.replace("@", "_at_"), "wb") as fh:
+            fig.savefig(fh, dpi=120, bbox_inches="tight", format=Path(name).suffix[1:] or "png")
+        result.figures[name] = fig
+    save_results(result.results, str(out / "results.parquet"))
     return out
 
 

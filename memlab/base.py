@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import difflib
 import inspect
+from abc import ABCMeta
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
 C = TypeVar("C", bound="Component")
@@ -34,7 +35,7 @@ def did_you_mean(name: str, available: list[str] | tuple[str, ...], what: str) -
     return f"unknown {what} {name!r}.{hint} Available: {listing}"
 
 
-class Component:
+class Component(metaclass=ABCMeta):
     """Base for every configurable memlab object (scikit-learn style).
 
     Subclasses must store each ``__init__`` argument unchanged as ``self.<name>``
@@ -73,8 +74,14 @@ class Component:
         return out
 
     def set_params(self: C, **params: Any) -> C:
-        """Set parameters; ``outer__inner`` reaches a nested component. Returns self."""
+        """Set parameters; ``outer__inner`` reaches a nested component. Returns self.
+
+        All or nothing: if a name is unknown or validation (``_on_params_changed``,
+        here or in a nested component) fails, every changed value is put back and the
+        error is raised, so a failed call leaves the configuration as it was.
+        """
         valid = self._param_names()
+        direct: dict[str, Any] = {}
         nested: dict[str, dict[str, Any]] = {}
         for key, value in params.items():
             head, sep, rest = key.partition("__")
@@ -83,22 +90,34 @@ class Component:
             if sep:
                 nested.setdefault(head, {})[rest] = value
             else:
+                direct[head] = value
+        undo: list[Callable[[], None]] = []
+        try:
+            for head, value in direct.items():
+                old = getattr(self, head)
+                undo.append(lambda head=head, old=old: setattr(self, head, old))
                 setattr(self, head, value)
-        for head, sub in nested.items():
-            target = getattr(self, head)
-            if isinstance(target, (list, tuple)):
-                for key, value in sub.items():
-                    index, _, rest = key.partition("__")
-                    if not index.isdigit() or int(index) >= len(target):
-                        raise ConfigError(f"{head}__{key}: expected {head}__<index>__<param> "
-                                          f"with index < {len(target)}")
-                    target[int(index)].set_params(**{rest: value})
-            elif isinstance(target, Component):
-                target.set_params(**sub)
-            else:
-                raise ConfigError(f"parameter {head!r} of {type(self).__name__} is "
-                                  f"{type(target).__name__}, not a component; cannot set {list(sub)}")
-        self._on_params_changed()
+            for head, sub in nested.items():
+                target = getattr(self, head)
+                if isinstance(target, (list, tuple)):
+                    for key, value in sub.items():
+                        index, _, rest = key.partition("__")
+                        if not index.isdigit() or int(index) >= len(target):
+                            raise ConfigError(f"{head}__{key}: expected {head}__<index>__<param> "
+                                              f"with index < {len(target)}")
+                        _set_nested(target[int(index)], {rest: value}, undo)
+                elif isinstance(target, Component):
+                    _set_nested(target, sub, undo)
+                else:
+                    raise ConfigError(f"parameter {head!r} of {type(self).__name__} is "
+                                      f"{type(target).__name__}, not a component; cannot set {list(sub)}")
+            self._on_params_changed()
+        except Exception:
+            for step in reversed(undo):
+                step()
+            if undo:
+                self._on_params_changed()  # rebuild derived state from the restored values
+            raise
         return self
 
     def _on_params_changed(self) -> None:
@@ -124,6 +143,14 @@ class Component:
             if not same:
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _set_nested(target: Component, sub: dict[str, Any], undo: list[Callable[[], None]]) -> None:
+    """``target.set_params(**sub)``, recording how to put the old values back."""
+    before = target.get_params(deep=True)
+    old = {key: before[key] for key in sub if key in before}
+    target.set_params(**sub)
+    undo.append(lambda: target.set_params(**old))
 
 
 def _clone_value(value: Any) -> Any:

@@ -139,3 +139,29 @@ def test_registry():
     assert reg.get("plain").alpha == 9.0
     with pytest.raises(ConfigError, match=r"unknown leaf kind 'plian'\. Did you mean 'plain'\? Available: named, plain"):
         reg.get("plian")
+
+
+def test_failed_set_params_changes_nothing():
+    tree = Tree(leaf=Leaf(2.0), leaves=[Leaf(1.0)], k=3)
+    with pytest.raises(ConfigError, match=r"alpha must be >= 0, got -1"):
+        tree.set_params(k=5, leaves__0__alpha=4.0, leaf__alpha=-1)
+    assert tree.k == 3 and tree.leaf.alpha == 2.0 and tree.leaf._derived == 4.0
+    assert tree.leaves[0].alpha == 1.0 and tree.leaves[0]._derived == 2.0
+    leaf = Leaf(3.0)
+    with pytest.raises(ConfigError):
+        leaf.set_params(alpha=-1)
+    assert leaf.alpha == 3.0 and leaf._derived == 6.0
+
+
+def test_abstract_methods_are_enforced():
+    from abc import abstractmethod
+
+    class Base(Component):
+        @abstractmethod
+        def run(self): ...
+
+    class Missing(Base):
+        pass
+
+    with pytest.raises(TypeError, match="abstract"):
+        Missing()

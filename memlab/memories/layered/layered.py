@@ -186,6 +186,10 @@ class LayeredMemory(Strategy):
         self._version += 1
         return state
 
+    def store_size(self) -> int:
+        """Active long-term memories plus short-term records (the summary, if any, and kept turns)."""
+        return self._long.count("active") + len(self._short.records())
+
     def llm_usage(self) -> dict[str, int]:
         """Tokens spent by the summariser, extractor, rewriter/expander, filter and answer step."""
         return sum_usage([p.usage for p in self._usage_parts()]).as_dict()

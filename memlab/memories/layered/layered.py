@@ -10,10 +10,10 @@ from ...llm.base import LLM, LLMUsage, sum_usage
 from ...records import Hit, MemoryRecord
 from ...retrieval.filters import Where, validate_where
 from ...strategies.base import Context, Strategy
-from .extraction import Extractor, LLMExtractor, RuleBasedExtractor
+from ...extraction import Extractor, LLMExtractor, RuleBasedExtractor
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory
-from .summarize import LLMSummarizer
+from ...summarize import LLMSummarizer
 from .working import (
     Answer,
     Filter,

@@ -69,6 +69,8 @@ RETRIEVAL_METRICS = ("hit_rate", "recall", "recall_all", "relevance_ratio", "ndc
 #: Per-budget metric names (columns ``<name>@<B>tok``).
 BUDGET_METRICS = ("recall", "hit_rate", "tokens")
 CONTEXT_METRICS = ("context_hit_rate", "context_recall", "context_recall_all", "context_relevance_ratio")
+#: Stale-fact columns the replay adds (``memlab.eval.lifecycle``; NaN for probes naming no stale turn).
+LIFECYCLE_METRICS = ("stale_in_context", "stale_only")
 #: Answer-quality columns the replay adds when it is given an answerer (memlab.eval.answers).
 ANSWER_METRICS = ("answer_f1", "judge_correct")
 #: Per-probe cost columns that ``summarize`` averages as well, when present.
@@ -76,12 +78,13 @@ COST_COLUMNS = ("context_tokens", "llm_prompt_tokens", "llm_completion_tokens", 
                 "answer_prompt_tokens", "answer_completion_tokens", "judge_tokens")
 #: Row columns the metrics read.
 REQUIRED_COLUMNS = {"retrieval": ("gold", "retrieved_ids"), "context": ("gold", "context_ids")}
-_METRIC_COLUMN = re.compile(r"^(?:(?:%s)@\d+|(?:%s)@\d+tok|%s|%s|n_gold)$" % (
+_METRIC_COLUMN = re.compile(r"^(?:(?:%s)@\d+|(?:%s)@\d+tok|%s|%s|%s|n_gold)$" % (
     "|".join(RETRIEVAL_METRICS), "|".join(BUDGET_METRICS), "|".join(CONTEXT_METRICS),
-    "|".join(ANSWER_METRICS)))
+    "|".join(ANSWER_METRICS), "|".join(LIFECYCLE_METRICS)))
 #: Metrics bounded in [0, 1] (plots start their axis at 0 and end it at 1).
-BOUNDED = re.compile(r"^(?:(?:%s)@\d+|(?:recall|hit_rate)@\d+tok|%s|%s)$" % (
-    "|".join(RETRIEVAL_METRICS), "|".join(CONTEXT_METRICS), "|".join(ANSWER_METRICS)))
+BOUNDED = re.compile(r"^(?:(?:%s)@\d+|(?:recall|hit_rate)@\d+tok|%s|%s|%s)$" % (
+    "|".join(RETRIEVAL_METRICS), "|".join(CONTEXT_METRICS), "|".join(ANSWER_METRICS),
+    "|".join(LIFECYCLE_METRICS)))
 
 
 def _ids(item: Item) -> list[str]:

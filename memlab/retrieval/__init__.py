@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "QueryExpander": "expansion", "PseudoRelevanceFeedback": "expansion",
     "ExpansionRetriever": "expansion",
     "DecayRetriever": "decay_retriever",
+    "ContextualRetriever": "contextual", "format_date": "contextual",
     "Selector": "selection", "mmr": "selection", "MMRSelector": "selection",
     "ScoreThreshold": "selection", "merge_near_duplicates": "selection",
     "NearDuplicateMerger": "selection",

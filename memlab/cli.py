@@ -129,6 +129,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
                  "answer_f1", "judge_correct", "answer_prompt_tokens", "answer_completion_tokens"):
         if name in summary:
             result[name] = _num(summary[name])
+    # stale_rate: mean stale_only over probes naming stale evidence (memlab.eval.lifecycle); null if none
+    result["stale_rate"] = _num(summary.get("stale_only", float("nan")))
+    result["n_stale_probes"] = int(rows["stale_only"].notna().sum()) if "stale_only" in rows else 0
     result["params"] = {k: v for k, v in rows.iloc[0].items() if str(k).startswith("param:")} if len(rows) else {}
     result["params"] = {k[len("param:"):]: _num(v) for k, v in result["params"].items()}
     result["seconds"] = round(seconds, 3)
@@ -154,7 +157,8 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
           f"({result['n_dialogues']} dialogues, {result['n_probes']} probes, {result['n_scored']} scored, "
           f"{result['seconds']} s)")
     for name, value in result.items():
-        if "@" in name or name.startswith(("context_", "llm_", "answer_")) or name in ("mrr", "judge_correct"):
+        if "@" in name or name.startswith(("context_", "llm_", "answer_", "stale_")) or name in (
+                "mrr", "judge_correct"):
             print(f"  {name:<26} {value:.4f}" if isinstance(value, float) else f"  {name:<26} {value}")
     if "category" in rows and rows["category"].notna().any():
         cols = [c for c in (f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")

@@ -51,6 +51,8 @@ NAN = float("nan")
 RETRIEVAL_METRICS = ("hit_rate", "recall", "recall_all", "relevance_ratio", "ndcg")
 RANK_METRICS = ("mrr",)
 CONTEXT_METRICS = ("context_hit_rate", "context_recall", "context_recall_all", "context_relevance_ratio")
+#: Stale-fact columns the replay adds (``memlab.eval.lifecycle``; NaN for probes naming no stale turn).
+LIFECYCLE_METRICS = ("stale_in_context", "stale_only")
 #: Answer-quality columns the replay adds when it is given an answerer (memlab.eval.answers).
 ANSWER_METRICS = ("answer_f1", "judge_correct")
 #: Per-probe cost columns that ``summarize`` averages as well, when present.
@@ -58,9 +60,9 @@ COST_COLUMNS = ("context_tokens", "llm_prompt_tokens", "llm_completion_tokens", 
                 "answer_prompt_tokens", "answer_completion_tokens", "judge_tokens")
 #: Row columns the metrics read.
 REQUIRED_COLUMNS = {"retrieval": ("gold", "retrieved_ids"), "context": ("gold", "context_ids")}
-_METRIC_COLUMN = re.compile(r"^(?:(?:%s)@\d+|%s|%s|%s|n_gold)$" % (
+_METRIC_COLUMN = re.compile(r"^(?:(?:%s)@\d+|%s|%s|%s|%s|n_gold)$" % (
     "|".join(RETRIEVAL_METRICS), "|".join(RANK_METRICS), "|".join(CONTEXT_METRICS),
-    "|".join(ANSWER_METRICS)))
+    "|".join(ANSWER_METRICS), "|".join(LIFECYCLE_METRICS)))
 
 
 def _ids(item: Item) -> list[str]:

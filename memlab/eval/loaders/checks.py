@@ -163,8 +163,10 @@ def _field_problems(d: Dialogue, source: str) -> list[str]:
         need(p.answer, where, "answer", optional=True)
         need(p.category, where, "category", optional=True)
         finite(p.timestamp, where, "timestamp")
-        for e in p.evidence if isinstance(p.evidence, list) else [p.evidence]:
-            need(e, where, "evidence")
+        for name in ("evidence", "stale_evidence"):
+            ids = getattr(p, name)
+            for e in ids if isinstance(ids, list) else [ids]:
+                need(e, where, name)
     return out
 
 
@@ -173,8 +175,9 @@ def check_dialogue(d: Dialogue, source: str = "<dataset>", check_times: bool = T
 
     - session ids and turn ids unique in the dialogue; probe ids unique;
     - roles valid; turn times non-decreasing in replay order (unless ``check_times`` is False);
-    - a probe's ``after_turn`` and every evidence id are turns of the dialogue, and the
-      evidence is said at or before the point where the probe is asked;
+    - a probe's ``after_turn`` and every evidence and stale_evidence id are turns of the
+      dialogue, said at or before the point where the probe is asked; no id is listed
+      twice, nor as both evidence and stale_evidence;
     - a probe's ``timestamp``, when given, is not earlier than the time of the turn it
       follows (``after_turn``, or the last turn when ``after_turn`` is None).
     """
@@ -225,15 +228,21 @@ def check_dialogue(d: Dialogue, source: str = "<dataset>", check_times: bool = T
                      else f"the last turn {_short(follows)} (after_turn is None)")
             problems.append(f"{where}: field 'timestamp' {format_time(p.timestamp)} is earlier "
                             f"than {which} at {format_time(times[follows])}")
-        for e in p.evidence:
-            if e not in positions:
-                problems.append(f"{where}: field 'evidence': {_unknown(e, known, 'turn id')}")
-            elif positions[e] >= asked_at:
-                problems.append(f"{where}: field 'evidence': turn {_short(e)} comes after the "
-                                f"probe is asked (after_turn {_short(p.after_turn)})")
-        if len(set(p.evidence)) != len(p.evidence):
-            problems.append(f"{where}: field 'evidence' lists a turn id twice")
+        for name, ids in (("evidence", p.evidence), ("stale_evidence", p.stale_evidence)):
+            for e in ids:
+                if e not in positions:
+                    problems.append(f"{where}: field {name!r}: {_unknown(e, known, 'turn id')}")
+                elif positions[e] >= asked_at:
+                    problems.append(f"{where}: field {name!r}: turn {_short(e)} comes after the "
+                                    f"probe is asked (after_turn {_short(p.after_turn)})")
+            if len(set(ids)) != len(ids):
+                problems.append(f"{where}: field {name!r} lists a turn id twice")
+        both = sorted(set(p.evidence) & set(p.stale_evidence))
+        if both:
+            problems.append(f"{where}: field 'stale_evidence': turn {_short(both[0])} is also gold "
+                            f"evidence (a turn is either current or stale)")
     _raise(problems)
+
 
 
 def _location(dialogue: str, session: str | None = None, turn: tuple[int, str] | None = None,

@@ -197,5 +197,5 @@ def _build_dialogue(d: dict[str, Any], source: str) -> Dialogue:
         probes.append(Probe(id=p["id"], after_turn=p.get("after_turn"), query=p["query"],
                             evidence=list(p["evidence"]), answer=p.get("answer"),
                             category=p.get("category"), metadata=dict(p.get("metadata", {})),
-                            timestamp=asked))
+                            timestamp=asked, stale_evidence=list(p.get("stale_evidence", []))))
     return Dialogue(id=d["id"], sessions=sessions, probes=probes, metadata=dict(d.get("metadata", {})))

@@ -146,27 +146,14 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     return add_configuration(frame, strategy, dataset, provenance)
 
 
-def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int = 256) -> int:
-    """Embed every turn and query of ``dataset`` in batches into the strategy's persistent caches.
-
-    A replay feeds turns one at a time, so a model embeds one text per call; filling the
-    ``CachedEmbedder`` files first turns that into a few batched calls, and every clone
-    (per dialogue, per sweep point, per worker) then reads the vectors back. Caches kept
-    in memory are left alone: clones would not share them. Returns the texts embedded.
-    """
-    from ..embeddings.cache import CachedEmbedder
-
-    caches = [v for v in strategy.get_params(deep=True).values()
-              if isinstance(v, CachedEmbedder) and v.path is not None]
-    if not caches:
-        return 0
+def warm_embedding_caches(strategy: Strategy, dataset: Dataset) -> int:
+    """``strategy.warm`` with every turn and query text of ``dataset`` (distinct, in order):
+    a replay feeds turns one at a time, so a strategy may prepare in bulk first (a
+    ``CachedEmbedder`` with a file embeds in batches). Returns what the strategy reports."""
     texts = list(dict.fromkeys(
         [t.retrieval_text for d in dataset.dialogues for t in d.turns()] +
         [p.query for d in dataset.dialogues for p in d.probes]))
-    for cache in caches:
-        for start in range(0, len(texts), batch_size):
-            cache.embed(texts[start:start + batch_size])
-    return len(texts)
+    return strategy.warm(texts)
 
 
 _ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "position",

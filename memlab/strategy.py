@@ -7,6 +7,8 @@ hand the model. The harness calls, in dialogue order:
   ``record.timestamp`` the dialogue time);
 - ``retrieve(query, k, now=...)`` and ``build_context(query, now=...)`` at each probe;
 - ``llm_usage()`` to learn what the strategy's own LLM calls cost;
+- ``hit_tokens(hits)`` to learn what each ranked hit costs in a context (token-matched
+  metrics compare strategies at equal tokens, whatever one hit stands for);
 - ``reset()`` before the next dialogue.
 
 Before all that, ``warm(texts)`` once, with every turn and query text of the dataset.
@@ -54,6 +56,14 @@ class Context:
 class Strategy(Component):
     """Base class for memory strategies. Constructor arguments are the whole configuration."""
 
+    #: True only for reference strategies that read the gold answer (``oracle``): the
+    #: harness then calls ``see_probe(probe)`` before asking each probe. A real memory
+    #: never sees the gold, so the default is False and ``see_probe`` is never called.
+    uses_gold: bool = False
+
+    def see_probe(self, probe: Any) -> None:
+        """Be shown the probe about to be asked (gold evidence included); only if ``uses_gold``."""
+
     @abstractmethod
     def reset(self) -> None:
         """Forget everything observed; afterwards the strategy behaves like a fresh clone."""
@@ -71,6 +81,11 @@ class Strategy(Component):
     def build_context(self, query: str, *, now: float | None = None) -> Context:
         """The context handed to the model for ``query`` (within the strategy's token budget)."""
 
+    def store_size(self) -> int | None:
+        """How many records the memory holds now (turns, summaries, extracted memories that
+        are still active); None when the strategy does not say. Lifecycle traces plot it."""
+        return None
+
     def llm_usage(self) -> dict[str, int]:
         """Tokens spent by the strategy's own LLM calls since the last reset.
 
@@ -81,6 +96,20 @@ class Strategy(Component):
         """
         return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
 
+    def hit_tokens(self, hits: list[Hit]) -> list[int]:
+        """Tokens each hit takes in a context, in the strategy's token counter.
+
+        Default: ``counter.count_message(hit.memory_record.to_openai())`` (the hit as its own
+        chat message, framing included), with the strategy's ``token_counter`` parameter
+        when it has one that is set, else memlab's default counter (tiktoken o200k_base).
+        A strategy that shows hits differently (e.g. as lines of one memory message)
+        overrides this.
+        """
+        counter = getattr(self, "token_counter", None)
+        if counter is None or not callable(getattr(counter, "count_message", None)):
+            counter = _default_counter()
+        return [int(counter.count_message(h.memory_record.to_openai())) for h in hits]
+
     def warm(self, texts: Sequence[str]) -> int:
         """Prepare for ``texts`` before a replay feeds them one at a time: every ``Warmable``
         in the strategy's configuration (``Component.components``; e.g. a ``CachedEmbedder``
@@ -89,3 +118,15 @@ class Strategy(Component):
         """
         texts = list(texts)
         return max((c.warm(texts) for c in self.components() if isinstance(c, Warmable)), default=0)
+
+
+_DEFAULT_COUNTER: Any = None
+
+
+def _default_counter() -> Any:
+    global _DEFAULT_COUNTER
+    if _DEFAULT_COUNTER is None:  # one shared counter: its memo serves every strategy
+        from .tokens import TiktokenCounter
+
+        _DEFAULT_COUNTER = TiktokenCounter()
+    return _DEFAULT_COUNTER

@@ -77,6 +77,9 @@ class Probe:
     ``after_turn``: the turn id after which it is asked; None means after the last turn.
     ``evidence``: gold turn ids (empty = unscored: every retrieval metric is NaN).
     ``timestamp``: when it is asked; None means at the time of the turn it follows.
+    ``stale_evidence``: turn ids whose statement on the probe's subject was later
+    superseded (an old preference, a moved address); a memory that shows them to the
+    model risks an outdated answer (see ``memlab.eval.lifecycle``). Empty = not annotated.
     """
 
     id: str
@@ -87,6 +90,7 @@ class Probe:
     category: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     timestamp: float | None = None
+    stale_evidence: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -319,6 +323,8 @@ def _dialogue_to_native(d: Dialogue) -> dict[str, Any]:
         probe: dict[str, Any] = {"id": p.id, "after_turn": p.after_turn, "query": p.query,
                                  "evidence": list(p.evidence), "answer": p.answer,
                                  "category": p.category}
+        if p.stale_evidence:
+            probe["stale_evidence"] = list(p.stale_evidence)
         if p.timestamp is not None:
             probe["timestamp"] = format_time(p.timestamp)
         if p.metadata:

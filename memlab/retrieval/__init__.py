@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "LLMQueryRewriter": "llm_expansion", "MultiQueryExpander": "llm_expansion",
     "HyDEExpander": "llm_expansion", "LLMRelevanceFilter": "llm_filter",
     "DecayRetriever": "decay_retriever",
+    "ContextualRetriever": "contextual", "format_date": "contextual",
     "Selector": "selection", "mmr": "selection", "MMRSelector": "selection",
     "ScoreThreshold": "selection", "merge_near_duplicates": "selection",
     "NearDuplicateMerger": "selection",

@@ -95,6 +95,35 @@ def bm25(k1: float = 1.5, b: float = 0.75) -> RetrievalStrategy:
     return RetrievalStrategy(retriever=BM25Retriever(k1=k1, b=b))
 
 
+def strong_tokenizer(chinese: str = "char"):
+    """English stop words, Porter stemming, Chinese as single characters (the strong built-ins' tokenizer)."""
+    from ..retrieval import Tokenizer
+
+    return Tokenizer(stopwords="english", stemmer="porter", chinese=chinese)
+
+
+def contextual_bm25(k1: float = 1.5, b: float = 0.75, before: int = 1, after: int = 1, own_weight: int = 2,
+                    neighbour_weight: int = 1, date: bool = True, chinese: str = "char"):
+    """BM25 with the strong tokenizer over contextual index texts (see ``ContextualRetriever``)."""
+    from ..retrieval import BM25Retriever, ContextualRetriever
+
+    return ContextualRetriever(BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b), before=before,
+                               after=after, own_weight=own_weight, neighbour_weight=neighbour_weight, date=date)
+
+
+@registry.register("bm25_plus")
+def bm25_plus(k1: float = 1.5, b: float = 0.75, before: int = 1, after: int = 1, own_weight: int = 2,
+              neighbour_weight: int = 1, date: bool = True, chinese: str = "char") -> RetrievalStrategy:
+    """The strong lexical strategy: stemmed, stop-worded BM25 over turns indexed with their neighbours and date.
+
+    No model at all. Each turn is indexed as its own text twice, the previous and the next
+    turn of its session once, and its date (``ContextualRetriever``), causally; the tokenizer
+    drops English stop words, Porter-stems English words and splits Chinese into characters.
+    """
+    return RetrievalStrategy(retriever=contextual_bm25(k1, b, before, after, own_weight, neighbour_weight,
+                                                       date, chinese))
+
+
 @registry.register("vector")
 def vector(embedder: Any = "hashing") -> RetrievalStrategy:
     """Cosine similarity of embeddings (hashing by default, "minilm" for semantic)."""

@@ -141,6 +141,10 @@ class RetrievalStrategy(Strategy):
             self._reinforce([h.id for h in hits], now)
         return hits
 
+    def store_size(self) -> int:
+        """Records indexed by the retriever (fewer than observed once decay forgets some)."""
+        return len(self._chain)
+
     def _reinforce(self, ids: list[str], now: float | None) -> None:
         if self._decay is not None and ids:
             self._decay.reinforce_ids(ids, now)

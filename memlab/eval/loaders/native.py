@@ -252,7 +252,7 @@ def _build_dialogue(d: dict[str, Any], source: str) -> Dialogue:
         probes.append(Probe(id=p["id"], after_turn=p.get("after_turn"), query=p["query"],
                             evidence=list(p["evidence"]), answer=p.get("answer"),
                             category=p.get("category"), metadata=dict(p.get("metadata", {})),
-                            timestamp=asked))
+                            timestamp=asked, stale_evidence=list(p.get("stale_evidence", []))))
     return Dialogue(id=d["id"], sessions=sessions, probes=probes, metadata=dict(d.get("metadata", {})))
 
 
@@ -269,8 +269,9 @@ def check_dialogue(d: Dialogue, source: str = "<dataset>") -> None:
 
     - session ids and turn ids unique in the dialogue; probe ids unique;
     - roles valid; turn times non-decreasing in replay order;
-    - a probe's ``after_turn`` and every evidence id are turns of the dialogue, and the
-      evidence is said at or before the point where the probe is asked;
+    - a probe's ``after_turn`` and every evidence and stale_evidence id are turns of the
+      dialogue, said at or before the point where the probe is asked; no id is listed
+      twice, nor as both evidence and stale_evidence;
     - a probe's ``timestamp``, when given, is not earlier than the time of the turn it
       follows (``after_turn``, or the last turn when ``after_turn`` is None).
     """
@@ -321,12 +322,17 @@ def check_dialogue(d: Dialogue, source: str = "<dataset>") -> None:
                      else f"the last turn {_short(follows)} (after_turn is None)")
             problems.append(f"{where}: field 'timestamp' {format_time(p.timestamp)} is earlier "
                             f"than {which} at {format_time(times[follows])}")
-        for e in p.evidence:
-            if e not in positions:
-                problems.append(f"{where}: field 'evidence': {_unknown(e, known, 'turn id')}")
-            elif positions[e] >= asked_at:
-                problems.append(f"{where}: field 'evidence': turn {_short(e)} comes after the "
-                                f"probe is asked (after_turn {_short(p.after_turn)})")
-        if len(set(p.evidence)) != len(p.evidence):
-            problems.append(f"{where}: field 'evidence' lists a turn id twice")
+        for name, ids in (("evidence", p.evidence), ("stale_evidence", p.stale_evidence)):
+            for e in ids:
+                if e not in positions:
+                    problems.append(f"{where}: field {name!r}: {_unknown(e, known, 'turn id')}")
+                elif positions[e] >= asked_at:
+                    problems.append(f"{where}: field {name!r}: turn {_short(e)} comes after the "
+                                    f"probe is asked (after_turn {_short(p.after_turn)})")
+            if len(set(ids)) != len(ids):
+                problems.append(f"{where}: field {name!r} lists a turn id twice")
+        both = sorted(set(p.evidence) & set(p.stale_evidence))
+        if both:
+            problems.append(f"{where}: field 'stale_evidence': turn {_short(both[0])} is also gold "
+                            f"evidence (a turn is either current or stale)")
     _raise(problems)

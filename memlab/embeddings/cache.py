@@ -13,17 +13,18 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..base import MemlabError
+from ..base import MemlabError, Warmable
 from .base import Embedder
 
 _SQL_VARS = 500  # keys per SELECT ... IN (...), below SQLite's variable limit
 
 
-class CachedEmbedder(Embedder):
+class CachedEmbedder(Embedder, Warmable):
     """Embeds only texts it has not seen; the rest come from the cache.
 
     ``path=None`` keeps the cache in memory; a file path keeps it across processes.
@@ -32,6 +33,20 @@ class CachedEmbedder(Embedder):
     the number of texts sent to the inner embedder, ``hits`` the number of requested
     texts answered without it (``hits + misses`` = texts requested).
     """
+
+    #: Texts per call to the inner embedder when warming.
+    WARM_BATCH = 256
+
+    def warm(self, texts: Sequence[str]) -> int:
+        """Embed ``texts`` in batches of ``WARM_BATCH`` into a cache kept in a file, so that
+        every clone (per dialogue, sweep point, worker) reads them back instead of embedding
+        one text per call. A cache in memory is left alone (clones would not share it): 0."""
+        if self.path is None:
+            return 0
+        texts = list(dict.fromkeys(texts))
+        for start in range(0, len(texts), self.WARM_BATCH):
+            self.embed(texts[start:start + self.WARM_BATCH])
+        return len(texts)
 
     def __init__(self, embedder: Embedder, path: str | os.PathLike[str] | None = None):
         self.embedder = embedder

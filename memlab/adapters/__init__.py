@@ -96,6 +96,8 @@ def http_memory(base_url: str | None = None, timeout: float = 10.0) -> Any:
     return RetrievalStrategy(retriever=HTTPMemoryRetriever(base_url=base_url, timeout=timeout))
 
 
-PEER_STRATEGIES = ("camel_chat_history", "camel_longterm", "langchain_ensemble", "http_memory")
+#: The extra each adapter needs (None: nothing beyond memlab).
+PEER_STRATEGIES: dict[str, str | None] = {"camel_chat_history": "camel", "camel_longterm": "camel",
+                                          "langchain_ensemble": "langchain", "http_memory": None}
 
 __all__ = ["EXTRAS", "PEER_STRATEGIES", "available", "require"]

@@ -158,7 +158,8 @@ def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int 
     A replay feeds turns one at a time, so a model embeds one text per call; filling the
     ``CachedEmbedder`` files first turns that into a few batched calls, and every clone
     (per dialogue, per sweep point, per worker) then reads the vectors back. Caches kept
-    in memory are left alone: clones would not share them. Returns the texts embedded.
+    in memory are left alone: clones would not share them. Turns are embedded as passages
+    and questions as queries (``CachedEmbedder.warm``). Returns the texts sent to a model.
     """
     from ..embeddings.cache import CachedEmbedder
 
@@ -166,13 +167,10 @@ def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int 
               if isinstance(v, CachedEmbedder) and v.path is not None]
     if not caches:
         return 0
-    texts = list(dict.fromkeys(
-        [t.retrieval_text for d in dataset.dialogues for t in d.turns()] +
-        [p.query for d in dataset.dialogues for p in d.probes]))
-    for cache in caches:
-        for start in range(0, len(texts), batch_size):
-            cache.embed(texts[start:start + batch_size])
-    return len(texts)
+    passages = [t.retrieval_text for d in dataset.dialogues for t in d.turns()]
+    queries = [p.query for d in dataset.dialogues for p in d.probes]
+    # turns in passage mode, questions in query mode (they differ for e5/bge-style models)
+    return sum(cache.warm(passages, queries, batch_size) for cache in caches)
 
 
 _ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "stale_evidence",

@@ -15,7 +15,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -117,17 +117,22 @@ class CachedEmbedder(Embedder):
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         return self._cached(list(texts), query=True)
 
-    def warm(self, passages: list[str], queries: list[str], batch_size: int = 256) -> int:
+    def warm(self, passages: list[str], queries: list[str], batch_size: int = 256,
+             on_batch: Callable[[int], Any] | None = None) -> int:
         """Embed (in batches of ``batch_size``) whatever of ``passages`` and ``queries`` is missing.
 
         Each text is embedded only in the mode it will be used in; for a symmetric embedder
-        a query that is also a passage is embedded once. Returns the texts sent to the model.
+        a query that is also a passage is embedded once. ``on_batch(n)`` is called after each
+        batch of n distinct texts (a progress bar). Returns the texts sent to the model.
         """
         before = self._misses
         for texts, query in ((passages, False), (queries, True)):
             texts = list(dict.fromkeys(texts))
             for start in range(0, len(texts), batch_size):
-                self._cached(texts[start:start + batch_size], query=query)
+                batch = texts[start:start + batch_size]
+                self._cached(batch, query=query)
+                if on_batch is not None:
+                    on_batch(len(batch))
         return self._misses - before
 
     def _cached(self, texts: list[str], query: bool) -> np.ndarray:

@@ -20,6 +20,7 @@ A sweep file (``memlab sweep FILE.toml``)::
     keep_rate = [0.0, 0.5, 0.9, 1.0]
     [run]
     ks = [1, 5, 10]
+    budgets = [256, 512, 1024]          # optional: token budgets (recall@512tok ...)
     n_jobs = 1
     output = "../runs/keep_rate"        # relative to this file; --output overrides
     [[plots]]                           # optional
@@ -61,7 +62,7 @@ def grid_points(grid: Mapping[str, Sequence[Any]] | None) -> list[dict[str, Any]
 
 def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[Any]] | None,
           dataset: Dataset, *, ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
-          n_jobs: int = 1, progress: bool = False) -> pd.DataFrame:
+          n_jobs: int = 1, progress: bool = False, budgets: Sequence[int] = ()) -> pd.DataFrame:
     """Per-probe rows for every grid point; swept values also appear as plain columns.
 
     ``strategy`` is a Strategy (grid keys are ``set_params`` keys, nested ones included) or a
@@ -83,7 +84,7 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
             name = label or str(spec.get("label") or spec.get("name") or spec.get("class"))
         point_label = name + ("" if not point else " " + " ".join(f"{k}={_short(v)}" for k, v in point.items()))
         frame = replay(configured, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
-                       progress=progress)
+                       progress=progress, budgets=budgets)
         frame.insert(1, "base_strategy", name)
         for k, v in point.items():
             frame[k] = json.dumps(v) if isinstance(v, (list, dict)) else v
@@ -122,7 +123,7 @@ _TOP_KEYS = {"imports", "dataset", "strategy", "strategies", "grid", "run", "plo
 
 
 def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output: str | Path | None = None,
-               n_jobs: int | None = None, progress: bool = True, where: str = "sweep file") -> SweepResult:
+               n_jobs: int | None = None, progress: bool = False, where: str = "sweep file") -> SweepResult:
     """Run a sweep described by a parsed sweep file; write results and plots to its output."""
     from .metrics import summarize
 
@@ -146,6 +147,9 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     k_max = run.pop("k_max", max(ks))
     if not _positive_int(k_max) or k_max < max(ks):
         raise ConfigError(f"{where}: [run] k_max must be an integer >= max(ks) = {max(ks)}, got {k_max!r}")
+    budgets = run.pop("budgets", [])
+    if not isinstance(budgets, list) or not all(_positive_int(b) for b in budgets):
+        raise ConfigError(f"{where}: [run] budgets must be a list of positive integers (tokens), got {budgets!r}")
     jobs = n_jobs if n_jobs is not None else run.pop("n_jobs", 1)
     run.pop("n_jobs", None)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0:
@@ -153,7 +157,7 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     out = output if output is not None else run.pop("output", None)
     run.pop("output", None)
     if run:
-        raise ConfigError(f"{where}: unknown key(s) in [run]: {sorted(run)}; expected ks, k_max, n_jobs, output")
+        raise ConfigError(f"{where}: unknown key(s) in [run]: {sorted(run)}; expected ks, k_max, budgets, n_jobs, output")
     grid = config.get("grid")
     if grid is not None:
         _need_table(grid, "[grid]", where)
@@ -162,7 +166,7 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
         label = str(spec.get("label") or spec.get("name") or spec.get("class"))
         try:
             frames.append(sweep(spec, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
-                                progress=progress))
+                                progress=progress, budgets=budgets))
         except (ConfigError, TypeError) as exc:  # name the file and the strategy entry
             raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
     results = pd.concat(frames, ignore_index=True)

@@ -7,6 +7,8 @@ hand the model. The harness calls, in dialogue order:
   ``record.timestamp`` the dialogue time);
 - ``retrieve(query, k, now=...)`` and ``build_context(query, now=...)`` at each probe;
 - ``llm_usage()`` to learn what the strategy's own LLM calls cost;
+- ``hit_tokens(hits)`` to learn what each ranked hit costs in a context (token-matched
+  metrics compare strategies at equal tokens, whatever one hit stands for);
 - ``reset()`` before the next dialogue.
 
 Time is explicit: ``now`` is dialogue time in epoch seconds. When it is None a strategy
@@ -51,6 +53,14 @@ class Context:
 class Strategy(Component):
     """Base class for memory strategies. Constructor arguments are the whole configuration."""
 
+    #: True only for reference strategies that read the gold answer (``oracle``): the
+    #: harness then calls ``see_probe(probe)`` before asking each probe. A real memory
+    #: never sees the gold, so the default is False and ``see_probe`` is never called.
+    uses_gold: bool = False
+
+    def see_probe(self, probe: Any) -> None:
+        """Be shown the probe about to be asked (gold evidence included); only if ``uses_gold``."""
+
     @abstractmethod
     def reset(self) -> None:
         """Forget everything observed; afterwards the strategy behaves like a fresh clone."""
@@ -82,6 +92,32 @@ class Strategy(Component):
         depend on the cache state. Zero for strategies that make no LLM calls.
         """
         return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
+
+    def hit_tokens(self, hits: list[Hit]) -> list[int]:
+        """Tokens each hit takes in a context, in the strategy's token counter.
+
+        Default: ``counter.count_message(hit.memory_record.to_openai())`` (the hit as its own
+        chat message, framing included), with the strategy's ``token_counter`` parameter
+        when it has one that is set, else memlab's default counter (tiktoken o200k_base).
+        A strategy that shows hits differently (e.g. as lines of one memory message)
+        overrides this.
+        """
+        counter = getattr(self, "token_counter", None)
+        if counter is None or not callable(getattr(counter, "count_message", None)):
+            counter = _default_counter()
+        return [int(counter.count_message(h.memory_record.to_openai())) for h in hits]
+
+
+_DEFAULT_COUNTER: Any = None
+
+
+def _default_counter() -> Any:
+    global _DEFAULT_COUNTER
+    if _DEFAULT_COUNTER is None:  # one shared counter: its memo serves every strategy
+        from ..tokens import TiktokenCounter
+
+        _DEFAULT_COUNTER = TiktokenCounter()
+    return _DEFAULT_COUNTER
 
 
 #: Built-in and user strategies by name: ``registry.get("hybrid", **params)``.

@@ -147,6 +147,10 @@ class LayeredMemory(Strategy):
             self._memo = (key, await self._retrieve.arun(state, self._layers))
         return self._memo[1].retrieved[:k]
 
+    def hit_tokens(self, hits: list[Hit]) -> list[int]:
+        """Tokens of each hit as its line of the memory message (``Load.line_tokens``)."""
+        return [self._load.line_tokens(h) for h in hits]
+
     def build_context(self, query: str, *, now: float | None = None) -> Context:
         state = self._prepare(query, now)
         self.retrieve(query, self._retrieve.k, now=now)

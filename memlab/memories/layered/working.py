@@ -300,13 +300,20 @@ class Load(Step):
         if not hits:
             return None
         lines = [MEMORY_HEADER]
-        for h in sorted(hits, key=lambda h: (h.record.timestamp, h.rank)):
-            date = ""
-            if self.include_dates and h.record.timestamp > 0:
-                day = _dt.datetime.fromtimestamp(h.record.timestamp, _dt.timezone.utc).date()
-                date = f"[{day.isoformat()}] "
-            lines.append(f"- {date}{' '.join(h.record.content.split())}")
+        lines += [self.memory_line(h) for h in sorted(hits, key=lambda h: (h.record.timestamp, h.rank))]
         return {"role": "system", "content": "\n".join(lines)}
+
+    def memory_line(self, hit: Hit) -> str:
+        """How one memory is shown in the memory message: ``- [date] content``."""
+        date = ""
+        if self.include_dates and hit.record.timestamp > 0:
+            day = _dt.datetime.fromtimestamp(hit.record.timestamp, _dt.timezone.utc).date()
+            date = f"[{day.isoformat()}] "
+        return f"- {date}{' '.join(hit.record.content.split())}"
+
+    def line_tokens(self, hit: Hit) -> int:
+        """Tokens of ``memory_line(hit)`` plus its line break, in this step's counter."""
+        return int(self._counter.count(self.memory_line(hit) + "\n"))
 
     def run(self, state: WorkingState, layers: Layers) -> WorkingState:
         memory: list[dict[str, Any]] = []

@@ -15,17 +15,18 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..base import MemlabError
+from ..base import MemlabError, Warmable
 from .base import Embedder
 
 _SQL_VARS = 500  # keys per SELECT ... IN (...), below SQLite's variable limit
 
 
-class CachedEmbedder(Embedder):
+class CachedEmbedder(Embedder, Warmable):
     """Embeds only texts it has not seen; the rest come from the cache.
 
     ``path=None`` keeps the cache in memory; a file path keeps it across processes.
@@ -34,6 +35,26 @@ class CachedEmbedder(Embedder):
     the number of texts sent to the inner embedder, ``hits`` the number of requested
     texts answered without it (``hits + misses`` = texts requested).
     """
+
+    #: Texts per call to the inner embedder when warming.
+    WARM_BATCH = 256
+
+    def warm(self, texts: Sequence[str], queries: Sequence[str] = ()) -> int:
+        """Embed ``texts`` as passages and ``queries`` in query mode, in batches of
+        ``WARM_BATCH``, into a cache kept in a file, so that every clone (per dialogue, sweep
+        point, worker) reads them back instead of embedding one text per call. Each text is
+        embedded only in the mode it is used in (for a symmetric embedder, a query that is
+        also a passage is one vector). A cache in memory is left alone (clones would not
+        share it): 0. Returns the distinct texts warmed."""
+        if self.path is None:
+            return 0
+        done = 0
+        for batch_texts, query in ((texts, False), (queries, True)):
+            batch_texts = list(dict.fromkeys(batch_texts))
+            for start in range(0, len(batch_texts), self.WARM_BATCH):
+                self._cached(batch_texts[start:start + self.WARM_BATCH], query=query)
+            done += len(batch_texts)
+        return done
 
     def __init__(self, embedder: Embedder, path: str | os.PathLike[str] | None = None):
         self.embedder = embedder
@@ -116,24 +137,6 @@ class CachedEmbedder(Embedder):
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         return self._cached(list(texts), query=True)
-
-    def warm(self, passages: list[str], queries: list[str], batch_size: int = 256,
-             on_batch: Callable[[int], Any] | None = None) -> int:
-        """Embed (in batches of ``batch_size``) whatever of ``passages`` and ``queries`` is missing.
-
-        Each text is embedded only in the mode it will be used in; for a symmetric embedder
-        a query that is also a passage is embedded once. ``on_batch(n)`` is called after each
-        batch of n distinct texts (a progress bar). Returns the texts sent to the model.
-        """
-        before = self._misses
-        for texts, query in ((passages, False), (queries, True)):
-            texts = list(dict.fromkeys(texts))
-            for start in range(0, len(texts), batch_size):
-                batch = texts[start:start + batch_size]
-                self._cached(batch, query=query)
-                if on_batch is not None:
-                    on_batch(len(batch))
-        return self._misses - before
 
     def _cached(self, texts: list[str], query: bool) -> np.ndarray:
         if not texts:

@@ -7,7 +7,7 @@ from ..embeddings.hashing import HashingEmbedder
 from ..records import Hit, MemoryRecord
 from ..storage.vector import NumpyVectorStore, VectorStore
 from .base import Retriever
-from .filters import Where, filter_view
+from ..filters import Where, filter_view
 
 
 class VectorRetriever(Retriever):

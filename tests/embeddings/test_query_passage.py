@@ -69,14 +69,32 @@ def test_cache_keys_queries_apart_for_asymmetric_and_alike_for_symmetric():
     assert sym.key("x", query=True) == sym.key("x")
 
 
-def test_warm_embeds_each_text_in_the_mode_it_is_used_in():
+def test_warm_embeds_each_text_in_the_mode_it_is_used_in(tmp_path):
     inner = ModeEmbedder()
-    cache = CachedEmbedder(inner)
-    assert cache.warm(["t1", "t2", "t1"], ["q1", "t1"], batch_size=1) == 4
+    cache = CachedEmbedder(inner, path=tmp_path / "c.sqlite3")
+    cache.WARM_BATCH = 1
+    assert cache.warm(["t1", "t2", "t1"], ["q1", "t1"]) == 4
     assert inner._calls == [("passage", ["t1"]), ("passage", ["t2"]), ("query", ["q1"]), ("query", ["t1"])]
-    assert cache.warm(["t1"], ["q1"]) == 0
-    sym = CachedEmbedder(HashingEmbedder(n_features=8))
-    assert sym.warm(["a", "b"], ["b", "c"]) == 3  # symmetric: "b" is one vector
+    assert cache.embed_queries(["t1"]).tolist() == [[0.0, 1.0]] and len(inner._calls) == 4
+    cache.warm(["t1"], ["q1"])
+    assert len(inner._calls) == 4
+    sym = CachedEmbedder(HashingEmbedder(n_features=8), path=tmp_path / "s.sqlite3")
+    sym.warm(["a", "b"], ["b", "c"])
+    assert sym.misses == 3  # symmetric: "b" is one vector
+
+
+def test_replay_warms_turns_as_passages_and_questions_as_queries(tmp_path):
+    from memlab.eval.dataset import Dataset, Dialogue, Probe, Session, Turn
+    from memlab.eval.replay import warm_embedding_caches
+    from memlab.strategies import RetrievalStrategy
+
+    inner = ModeEmbedder()
+    strategy = RetrievalStrategy(retriever=VectorRetriever(embedder=CachedEmbedder(inner, tmp_path / "c.sqlite3")))
+    turn = Turn(id="t1", speaker="A", role="user", text="hello there", timestamp=0.0, session_id="s1")
+    dialogue = Dialogue(id="d", sessions=[Session(id="s1", timestamp=0.0, turns=[turn])],
+                        probes=[Probe(id="p", after_turn="t1", query="who said hello", evidence=["t1"])])
+    warm_embedding_caches(strategy, Dataset(name="x", dialogues=[dialogue]))
+    assert inner._calls == [("passage", ["hello there"]), ("query", ["who said hello"])]
 
 
 def test_vector_retriever_embeds_records_as_passages_and_the_query_as_query():

@@ -1,7 +1,8 @@
 """The ``memlab`` command: eval, sweep, strategies.
 
-    memlab eval DATASET [--format F] [--strategy NAME] [--set key=value ...] [--k 5] [--json]
-    memlab sweep CONFIG.toml [--output DIR] [--n-jobs N]
+    memlab eval DATASET [--format F] [--strategy NAME] [--set key=value ...] [--k 5]
+                [--budget TOKENS ...] [--json] [--progress | --quiet]
+    memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--progress | --quiet]
     memlab strategies
 
 Bad input ends with one line on stderr and exit status 2; no traceback.
@@ -41,7 +42,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="a strategy parameter (factory argument or nested key); repeatable; "
                         "VALUE is JSON if it parses, else a string")
     e.add_argument("--k", type=int, default=5, help="cut-off k for the metrics (default 5)")
+    e.add_argument("--budget", dest="budgets", type=int, action="append", default=[], metavar="TOKENS",
+                   help="token budget for token-matched metrics (recall@<B>tok, hit_rate@<B>tok, "
+                        "tokens@<B>tok); repeatable")
     e.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    _progress_flags(e)
     e.add_argument("--probe-position", choices=["end", "after_evidence"], default=None,
                    help="LoCoMo: ask each question at the end (default) or right after its evidence")
     e.add_argument("--categories", default=None, help="comma-separated probe categories to keep")
@@ -59,8 +64,23 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--output", default=None,
                    help="output folder (default: the file's [run] output, else runs/<file name>)")
     s.add_argument("--n-jobs", type=int, default=None, help="dialogues replayed in parallel")
+    _progress_flags(s)
     sub.add_parser("strategies", help="list the registered strategies")
     return p
+
+
+def _progress_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--progress", action="store_true",
+                   help="draw progress bars on stderr even when it is not a terminal")
+    g.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _show_progress(args: argparse.Namespace) -> bool:
+    """Bars go to stderr (so --json output stays clean): on a terminal, or when asked."""
+    if args.quiet:
+        return False
+    return bool(args.progress or sys.stderr.isatty())
 
 
 def parse_set(items: Sequence[str]) -> dict[str, Any]:
@@ -89,6 +109,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise _UsageError(f"memlab eval: --k must be at least 1, got {args.k}")
     if args.n_jobs == 0:
         raise _UsageError("memlab eval: --n-jobs must be non-zero (-1: every core), got 0")
+    bad = [b for b in args.budgets if b < 1]
+    if bad:
+        raise _UsageError(f"memlab eval: --budget must be a positive number of tokens, got {bad[0]}")
     for module in args.imports:
         import_user_module(module)
     options = {}
@@ -111,8 +134,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         judge = LLMJudge(make_llm(args.judge_llm)) if args.judge_llm else None
     ks = sorted({1, args.k})
     start = time.perf_counter()
+    budgets = sorted(set(args.budgets))
     rows = replay(strategy, dataset, ks=ks, k_max=args.k, label=args.strategy, n_jobs=args.n_jobs,
-                  progress=not args.json, answerer=answerer, judge=judge)
+                  progress=_show_progress(args), answerer=answerer, judge=judge, budgets=budgets)
     seconds = time.perf_counter() - start
     if args.output:
         save_results(rows, args.output)
@@ -123,12 +147,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "n_dialogues": len(dataset.dialogues), "n_probes": int(summary["n_probes"]),
         "n_scored": int(summary["n_scored"]),
     }
-    for name in (f"hit_rate@{k}", f"recall@{k}", f"recall_all@{k}", f"relevance_ratio@{k}", f"ndcg@{k}",
-                 "mrr", "context_hit_rate", "context_recall", "context_relevance_ratio",
-                 "context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms",
-                 "answer_f1", "judge_correct", "answer_prompt_tokens", "answer_completion_tokens"):
+    result["dataset_report"] = {"summary": dataset.report.summary(), "counts": dataset.report.counts()}
+    for name in _eval_metric_names(k, budgets):
         if name in summary:
             result[name] = _num(summary[name])
+    # stale_rate: mean stale_only over probes naming stale evidence (memlab.eval.lifecycle); null if none
+    result["stale_rate"] = _num(summary.get("stale_only", float("nan")))
+    result["n_stale_probes"] = int(rows["stale_only"].notna().sum()) if "stale_only" in rows else 0
     result["params"] = {k: v for k, v in rows.iloc[0].items() if str(k).startswith("param:")} if len(rows) else {}
     result["params"] = {k[len("param:"):]: _num(v) for k, v in result["params"].items()}
     result["seconds"] = round(seconds, 3)
@@ -137,6 +162,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         _print_summary(result, rows, k)
     return 0
+
+
+def _eval_metric_names(k: int, budgets: Sequence[int]) -> list[str]:
+    """The means ``memlab eval`` reports, token-matched ones first when budgets were given."""
+    names = [f"{m}@{b}tok" for b in budgets for m in ("recall", "hit_rate", "tokens")]
+    names += [f"hit_rate@{k}", f"recall@{k}", f"recall_all@{k}", f"relevance_ratio@{k}", f"ndcg@{k}",
+              f"mrr@{k}", "context_hit_rate", "context_recall", "context_relevance_ratio",
+              "context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms",
+              "answer_f1", "judge_correct", "answer_prompt_tokens", "answer_completion_tokens"]
+    return names
 
 
 def _num(v: Any) -> Any:
@@ -153,8 +188,9 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
     print(f"strategy {result['strategy']} on {result['dataset']} "
           f"({result['n_dialogues']} dialogues, {result['n_probes']} probes, {result['n_scored']} scored, "
           f"{result['seconds']} s)")
+    print(f"dataset report: {result['dataset_report']['summary']}")
     for name, value in result.items():
-        if "@" in name or name.startswith(("context_", "llm_", "answer_")) or name in ("mrr", "judge_correct"):
+        if "@" in name or name.startswith(("context_", "llm_", "answer_", "stale_")) or name == "judge_correct":
             print(f"  {name:<26} {value:.4f}" if isinstance(value, float) else f"  {name:<26} {value}")
     if "category" in rows and rows["category"].notna().any():
         cols = [c for c in (f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")
@@ -174,12 +210,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     output = Path(args.output).resolve() if args.output else None
     if output is None and "output" not in config.get("run", {}):
         output = (Path("runs") / path.stem).resolve()
-    result = run_config(config, base_dir=path.parent, output=output, n_jobs=args.n_jobs, where=str(path))
+    result = run_config(config, base_dir=path.parent, output=output, n_jobs=args.n_jobs, where=str(path),
+                        progress=_show_progress(args))
     from .eval.compare import to_markdown
 
-    ks = sorted(int(c.split("@")[1]) for c in result.summary.columns if c.startswith("recall@"))
+    ks = sorted(int(c.split("@")[1]) for c in result.summary.columns
+                if c.startswith("recall@") and not c.endswith("tok"))
     k = 5 if 5 in ks else ks[-1]
-    wanted = ["strategy", "n_scored", f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "mrr",
+    budgets = [c for c in result.summary.columns if c.startswith("recall@") and c.endswith("tok")]
+    wanted = ["strategy", "n_scored", *budgets, f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", f"mrr@{k}",
               "context_recall", "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
     print(to_markdown(result.summary[[c for c in wanted if c in result.summary.columns]]))
     if result.output is not None:

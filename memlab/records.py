@@ -15,6 +15,10 @@ from typing import Any
 
 from .base import MemlabError
 
+#: The kinds of long-term memory: a fact, a preference, or a summary of events (defined
+#: here once; the extraction schema, ``ExtractedMemory`` and the SQLite CHECK read it).
+MEMORY_TYPES = ("fact", "preference", "event_summary")
+
 
 class Role(str, Enum):
     """Who wrote a message, as the OpenAI chat API names it."""

@@ -123,7 +123,7 @@ def test_sweep_hybrid_combmnz_through_the_cli(tmp_path: Path, capsys: pytest.Cap
     assert f"wrote {out}" in capsys.readouterr().out
     results = _sweep_outputs(out)
     assert sorted(p.name for p in out.glob("*.png")) == [
-        "00_metric_vs_param_recall_at_5.png", "01_metric_vs_param_mrr.png", "02_metric_at_k_recall.png",
+        "00_metric_vs_param_recall_at_5.png", "01_metric_vs_param_mrr_at_10.png", "02_metric_at_k_recall.png",
         "03_pareto_context_recall.png"]
     weights = [[1.0, 0.25], [1.0, 0.5], [1.0, 1.0], [0.5, 1.0]]
     assert results.groupby("base_strategy").size().to_dict() == {"hybrid": 4 * SHIPPED_PROBES,

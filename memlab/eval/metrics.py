@@ -11,16 +11,33 @@ k items (all of them when fewer), C_k the gold ids covered by T_k, G = |gold|.
 - ``hit_rate@k``        = 1 if some item of T_k is relevant, else 0   (TREC Success@k)
 - ``recall@k``          = |C_k| / G                                     (LoCoMo's recall)
 - ``recall_all@k``      = 1 if C_k = gold, else 0                       (LongMemEval's Recall@k)
-- ``relevance_ratio@k`` = (relevant items in T_k) / |T_k|; NaN if nothing was retrieved
+- ``relevance_ratio@k`` = (relevant items in T_k) / |T_k|; 0 if nothing was retrieved
   (precision over what was actually returned, not over k: a retriever returning 2 items
-  for k=5, both gold, scores 1.0)
-- ``mrr``               = 1 / rank of the first relevant item (1-based), 0 if none
+  for k=5, both gold, scores 1.0; a scored probe with an empty list scores 0, so it
+  stays in the mean)
+- ``mrr@k``             = 1 / rank of the first relevant item of T_k (1-based), 0 if none
+  (cut at k like every other metric, so it does not depend on how deep the list goes)
 - ``ndcg@k``            = DCG_k / IDCG_k with binary gains and log2 discount:
   DCG_k = sum_{i<=|T_k|} g_i / log2(i + 1), g_i = 1 if item i covers a gold id that no
   higher-ranked item covered, else 0; IDCG_k = sum_{i=1..min(k, G)} 1 / log2(i + 1).
   For one-id items this is the usual binary nDCG; a repeated item earns nothing twice.
 
 A probe with no gold (G = 0) is unscored: every metric is NaN and means skip it.
+
+Token-matched metrics
+---------------------
+Items of different strategies stand for different amounts of text (a turn, a summary of
+ten turns), so "top k" is not comparable across them. With ``t_i`` the tokens of item i
+as the context would show it (the row's ``retrieved_tokens``, counted by the strategy's
+token counter), the items kept under a budget of B tokens are the longest prefix
+T_B = items 1..m with t_1 + ... + t_m <= B (the walk stops at the first item that would
+overflow, even if a later, shorter one would fit). Then:
+
+- ``hit_rate@Btok`` = 1 if some item of T_B is relevant, else 0
+- ``recall@Btok``   = |gold ids covered by T_B| / G (the union of T_B's source turns)
+- ``tokens@Btok``   = t_1 + ... + t_m, the tokens used (defined for unscored probes too)
+
+Column names spell B as a number: ``recall@512tok``.
 
 Views
 -----
@@ -47,10 +64,13 @@ from ..base import MemlabError
 Item = str | Sequence[str]
 NAN = float("nan")
 
-#: Per-k metric names of the retrieval view (columns ``<name>@<k>``), then the rank metric.
-RETRIEVAL_METRICS = ("hit_rate", "recall", "recall_all", "relevance_ratio", "ndcg")
-RANK_METRICS = ("mrr",)
+#: Per-k metric names of the retrieval view (columns ``<name>@<k>``).
+RETRIEVAL_METRICS = ("hit_rate", "recall", "recall_all", "relevance_ratio", "ndcg", "mrr")
+#: Per-budget metric names (columns ``<name>@<B>tok``).
+BUDGET_METRICS = ("recall", "hit_rate", "tokens")
 CONTEXT_METRICS = ("context_hit_rate", "context_recall", "context_recall_all", "context_relevance_ratio")
+#: Stale-fact columns the replay adds (``memlab.eval.lifecycle``; NaN for probes naming no stale turn).
+LIFECYCLE_METRICS = ("stale_in_context", "stale_only")
 #: Answer-quality columns the replay adds when it is given an answerer (memlab.eval.answers).
 ANSWER_METRICS = ("answer_f1", "judge_correct")
 #: Per-probe cost columns that ``summarize`` averages as well, when present.
@@ -58,9 +78,13 @@ COST_COLUMNS = ("context_tokens", "llm_prompt_tokens", "llm_completion_tokens", 
                 "answer_prompt_tokens", "answer_completion_tokens", "judge_tokens")
 #: Row columns the metrics read.
 REQUIRED_COLUMNS = {"retrieval": ("gold", "retrieved_ids"), "context": ("gold", "context_ids")}
-_METRIC_COLUMN = re.compile(r"^(?:(?:%s)@\d+|%s|%s|%s|n_gold)$" % (
-    "|".join(RETRIEVAL_METRICS), "|".join(RANK_METRICS), "|".join(CONTEXT_METRICS),
-    "|".join(ANSWER_METRICS)))
+_METRIC_COLUMN = re.compile(r"^(?:(?:%s)@\d+|(?:%s)@\d+tok|%s|%s|%s|n_gold)$" % (
+    "|".join(RETRIEVAL_METRICS), "|".join(BUDGET_METRICS), "|".join(CONTEXT_METRICS),
+    "|".join(ANSWER_METRICS), "|".join(LIFECYCLE_METRICS)))
+#: Metrics bounded in [0, 1] (plots start their axis at 0 and end it at 1).
+BOUNDED = re.compile(r"^(?:(?:%s)@\d+|(?:recall|hit_rate)@\d+tok|%s|%s|%s)$" % (
+    "|".join(RETRIEVAL_METRICS), "|".join(CONTEXT_METRICS), "|".join(ANSWER_METRICS),
+    "|".join(LIFECYCLE_METRICS)))
 
 
 def _ids(item: Item) -> list[str]:
@@ -108,17 +132,19 @@ def recall_all_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | Non
 def relevance_ratio_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
     """Relevant items among the first k / number of items among the first k (precision).
 
-    NaN when gold is empty or nothing was retrieved.
+    NaN when gold is empty (unscored); 0.0 when nothing was retrieved.
     """
     g = _gold(gold)
     top = _top(retrieved, k)
-    if not g or not top:
+    if not g:
         return NAN
+    if not top:
+        return 0.0
     return sum(any(i in g for i in ids) for ids in top) / len(top)
 
 
-def mrr(retrieved: Sequence[Item], gold: Iterable[str], k: int | None = None) -> float:
-    """1 / (1-based rank of the first relevant item), 0.0 if none (within k); NaN if no gold."""
+def mrr_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
+    """1 / (1-based rank of the first relevant item among the first k), 0.0 if none; NaN if no gold."""
     g = _gold(gold)
     if not g:
         return NAN
@@ -146,6 +172,33 @@ def ndcg_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> 
     return dcg / idcg
 
 
+def budget_prefix(tokens: Sequence[int], budget: int) -> int:
+    """How many leading items fit in ``budget`` tokens: the largest m with t_1 + ... + t_m <= budget."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+        raise MemlabError(f"token budget must be a positive int, got {budget!r}")
+    total = 0
+    for m, t in enumerate(tokens):
+        total += int(t)
+        if total > budget:
+            return m
+    return len(tokens)
+
+
+def budget_metrics(retrieved: Sequence[Item], tokens: Sequence[int], gold: Iterable[str],
+                   budgets: Sequence[int]) -> dict[str, float]:
+    """``recall@Btok``, ``hit_rate@Btok`` and ``tokens@Btok`` for every budget B (module docstring)."""
+    if len(tokens) != len(retrieved):
+        raise MemlabError(f"retrieved_tokens has {len(tokens)} entries for {len(retrieved)} retrieved items")
+    out: dict[str, float] = {}
+    for b in budgets:
+        m = budget_prefix(tokens, b)
+        kept = list(retrieved)[:m]
+        out[f"recall@{b}tok"] = recall_at_k(kept, gold, None)
+        out[f"hit_rate@{b}tok"] = hit_rate_at_k(kept, gold, None)
+        out[f"tokens@{b}tok"] = float(sum(int(t) for t in tokens[:m]))
+    return out
+
+
 def _unique(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(str(i) for i in ids))
 
@@ -160,13 +213,12 @@ def context_metrics(context_ids: Sequence[str], gold: Iterable[str]) -> dict[str
 
 
 def retrieval_metrics(retrieved: Sequence[Item], gold: Iterable[str], ks: Sequence[int]) -> dict[str, float]:
-    """``<metric>@k`` for every metric and k, plus ``mrr`` (over the whole list)."""
+    """``<metric>@k`` for every metric of ``RETRIEVAL_METRICS`` and every k."""
     out: dict[str, float] = {}
     for name, fn in (("hit_rate", hit_rate_at_k), ("recall", recall_at_k), ("recall_all", recall_all_at_k),
-                     ("relevance_ratio", relevance_ratio_at_k), ("ndcg", ndcg_at_k)):
+                     ("relevance_ratio", relevance_ratio_at_k), ("ndcg", ndcg_at_k), ("mrr", mrr_at_k)):
         for k in ks:
             out[f"{name}@{k}"] = fn(retrieved, gold, k)
-    out["mrr"] = mrr(retrieved, gold)
     return out
 
 
@@ -187,18 +239,27 @@ def _views(view: str | Sequence[str]) -> list[str]:
 
 
 def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
-                    view: str | Sequence[str] = ("retrieval", "context")) -> pd.DataFrame:
+                    view: str | Sequence[str] = ("retrieval", "context"),
+                    budgets: Sequence[int] = ()) -> pd.DataFrame:
     """Per-probe metric columns added to a copy of ``rows``.
 
     Reads ``gold`` (list of turn ids) and, for the "retrieval" view, ``retrieved_source_ids``
     (list of lists of source ids per ranked item) or, when that column is absent,
-    ``retrieved_ids`` (also for a row whose ``retrieved_source_ids`` is None); for the "context" view, ``context_ids``. Adds ``n_gold`` and the
-    columns named in the module docstring (``recall@5``, ``mrr``, ``context_recall``...).
+    ``retrieved_ids`` (also for a row whose ``retrieved_source_ids`` is None); for the
+    "context" view, ``context_ids``; with ``budgets``, ``retrieved_tokens``. Adds ``n_gold``
+    and the columns named in the module docstring (``recall@5``, ``mrr@5``,
+    ``recall@512tok``, ``context_recall``...).
     """
     views = _views(view)
     ks = [int(k) for k in ks]
     for k in ks:
         _check_k(k)
+    budgets = [int(b) for b in budgets]
+    for b in budgets:
+        budget_prefix([], b)
+    if budgets and "retrieval" in views and "retrieved_tokens" not in rows.columns:
+        raise MemlabError("compute_metrics(budgets=...) needs column 'retrieved_tokens' "
+                          "(replay rows have it)")
     for v in views:
         for col in REQUIRED_COLUMNS[v]:
             if col not in rows.columns:
@@ -206,7 +267,8 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
                                   f"columns: {', '.join(map(str, rows.columns))}")
     names = ["n_gold"]
     if "retrieval" in views:
-        names += [f"{m}@{k}" for m in RETRIEVAL_METRICS for k in ks] + list(RANK_METRICS)
+        names += [f"{m}@{k}" for m in RETRIEVAL_METRICS for k in ks]
+        names += [f"{m}@{b}tok" for b in budgets for m in BUDGET_METRICS]
     if "context" in views:
         names += list(CONTEXT_METRICS)
     has_sources = "retrieved_source_ids" in rows.columns
@@ -219,7 +281,11 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
             column = "retrieved_source_ids"
             if not has_sources or _is_missing(row[column]):
                 column = "retrieved_ids"
-            values.update(retrieval_metrics(_as_list(row[column], column, n), gold, ks))
+            retrieved = _as_list(row[column], column, n)
+            values.update(retrieval_metrics(retrieved, gold, ks))
+            if budgets:
+                tokens = _as_list(row["retrieved_tokens"], "retrieved_tokens", n)
+                values.update(budget_metrics(retrieved, tokens, gold, budgets))
         if "context" in views:
             values.update(context_metrics(_as_list(row["context_ids"], "context_ids", n), gold))
         records.append(values)

@@ -6,9 +6,14 @@ the turn it follows. One row per probe records:
 
 - identity: strategy (label), dialogue_id, probe_id, category, query, answer, gold,
   position (turns observed), probe_time;
-- retrieval view: retrieved_ids, retrieved_source_ids, retrieved_scores (ranked, k_max);
+- retrieval view: retrieved_ids, retrieved_source_ids, retrieved_scores (ranked, k_max
+  deep), retrieved_tokens (each hit's tokens as the context would show it,
+  ``Strategy.hit_tokens``); with token budgets the list goes deeper, see ``replay``;
 - context view: context_ids (source turns in the built context), context_record_ids,
   context_tokens;
+- lifecycle: stale_evidence (the probe's superseded turns), store_size (records the
+  strategy holds when asked; None if it does not say), and the per-probe metrics
+  ``stale_in_context`` / ``stale_only`` (``memlab.eval.lifecycle``);
 - cost: llm_prompt_tokens, llm_completion_tokens, llm_calls, llm_cached_calls: the
   strategy's own LLM calls made for this probe and since the previous one (summaries and
   extractions made while reading are charged to the next probe); a call answered from a
@@ -24,21 +29,50 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
 from ..base import Component, MemlabError
 from ..strategies.base import Strategy
 from .dataset import Dataset, Dialogue
+from .lifecycle import add_stale_metrics
 from .metrics import compute_metrics
 
 PARAM_PREFIX = "param:"
 
 
+#: The deepest list ``replay`` asks for when filling a token budget.
+MAX_BUDGET_DEPTH = 1024
+
+
+def _ranked(strategy: Strategy, query: str, k_max: int, budget: int, now: float) -> tuple[list[Any], list[int]]:
+    """The ranked hits and their tokens; with a budget, deep enough to overflow it.
+
+    The first call asks for ``k_max`` hits (the only one whose side effects -- e.g.
+    reinforcement of returned hits -- count: later calls repeat the same query and time);
+    while the hits' tokens still fit in ``budget`` and the strategy returned as many as
+    asked, the depth doubles (up to ``MAX_BUDGET_DEPTH``).
+    """
+    hits = strategy.retrieve(query, k_max, now=now)
+    tokens = strategy.hit_tokens(hits)
+    depth = k_max
+    while budget and sum(tokens) <= budget and len(hits) == depth and depth < MAX_BUDGET_DEPTH:
+        depth = min(2 * depth, MAX_BUDGET_DEPTH)
+        hits = strategy.retrieve(query, depth, now=now)
+        tokens = strategy.hit_tokens(hits)
+    return hits, tokens
+
+
 def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
-                    answerer: Any = None, judge: Any = None) -> list[dict[str, Any]]:
-    """Rows for one dialogue. ``strategy`` is reset first and used in place."""
+                    answerer: Any = None, judge: Any = None, budget: int = 0,
+                    on_probe: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Rows for one dialogue. ``strategy`` is reset first and used in place.
+
+    ``budget``: the largest token budget to fill (0: none). A strategy whose ``uses_gold``
+    is true (a reference strategy) is shown each probe with ``see_probe`` before it is
+    asked. ``on_probe`` is called after each probe (progress bars).
+    """
     strategy.reset()
     rows: list[dict[str, Any]] = []
     charged = strategy.llm_usage()
@@ -48,8 +82,10 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             continue
         probe = item
         now = dialogue.probe_time(probe)  # type: ignore[arg-type]
+        if strategy.uses_gold:
+            strategy.see_probe(probe)  # type: ignore[arg-type]
         start = time.perf_counter()
-        hits = strategy.retrieve(probe.query, k_max, now=now)  # type: ignore[union-attr]
+        hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now)  # type: ignore[union-attr]
         context = strategy.build_context(probe.query, now=now)  # type: ignore[union-attr]
         latency = (time.perf_counter() - start) * 1000.0
         usage = strategy.llm_usage()
@@ -60,14 +96,17 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             "query": probe.query,  # type: ignore[union-attr]
             "answer": probe.answer,  # type: ignore[union-attr]
             "gold": list(probe.evidence),  # type: ignore[union-attr]
+            "stale_evidence": list(probe.stale_evidence),  # type: ignore[union-attr]
             "position": dialogue.probe_position(probe),  # type: ignore[arg-type]
             "probe_time": float(now),
             "retrieved_ids": [h.id for h in hits],
             "retrieved_source_ids": [list(h.memory_record.source_ids) for h in hits],
             "retrieved_scores": [float(h.score) for h in hits],
+            "retrieved_tokens": [int(t) for t in hit_tokens],
             "context_ids": list(context.source_ids),
             "context_record_ids": list(context.record_ids),
             "context_tokens": int(context.token_count),
+            "store_size": strategy.store_size(),
             "llm_prompt_tokens": usage["prompt_tokens"] - charged["prompt_tokens"],
             "llm_completion_tokens": usage["completion_tokens"] - charged["completion_tokens"],
             "llm_calls": usage.get("calls", 0) - charged.get("calls", 0),
@@ -77,6 +116,8 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
         charged = usage
         if answerer is not None:
             rows[-1].update(_answer_columns(answerer, judge, context.messages, probe))  # type: ignore[arg-type]
+        if on_probe is not None:
+            on_probe()
     return rows
 
 
@@ -102,76 +143,112 @@ def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], p
 
 
 def _replay_one(strategy: Strategy, dialogue: Dialogue, k_max: int, answerer: Any = None,
-                judge: Any = None) -> list[dict[str, Any]]:
-    return replay_dialogue(strategy.clone(), dialogue, k_max, answerer, judge)
+                judge: Any = None, budget: int = 0, on_probe: Callable[[], None] | None = None
+                ) -> list[dict[str, Any]]:
+    return replay_dialogue(strategy.clone(), dialogue, k_max, answerer, judge, budget, on_probe)
+
+
+def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> Any:
+    """A tqdm bar on stderr, or None when ``enabled`` is false."""
+    if not enabled or total <= 0:
+        return None
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, leave=False)
 
 
 def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequence[int] = (1, 5, 10),
            label: str | None = None, n_jobs: int = 1, progress: bool = False,
            provenance: dict[str, Any] | None = None, answerer: Any = None,
-           judge: Any = None) -> pd.DataFrame:
+           judge: Any = None, budgets: Sequence[int] = ()) -> pd.DataFrame:
     """Replay every dialogue of ``dataset``; a tidy DataFrame, one row per probe, with metrics.
+
+    ``budgets`` (token budgets, e.g. ``(256, 512, 1024)``) adds the token-matched metrics
+    ``recall@<B>tok``, ``hit_rate@<B>tok`` and ``tokens@<B>tok`` (``memlab.eval.metrics``).
+    Each probe's ranked list is then retrieved deep enough to overflow the largest budget
+    (k doubles from ``k_max`` while the hits still fit, up to ``MAX_BUDGET_DEPTH``), so
+    ``retrieved_ids`` may hold more than ``k_max`` hits; metrics @k only read the first k.
 
     With an ``answerer`` (``memlab.eval.answers.Answerer``) each probe is also answered from
     its built context and scored by token F1 against the gold answer (``answer_f1``), and,
     with a ``judge`` (``LLMJudge``), by the judge (``judge_correct``: 1.0 / 0.0). Answer
     tokens are counted apart from the strategy's own (``answer_*_tokens``, ``judge_tokens``).
 
+    ``progress`` draws a per-probe bar on stderr (and one for the embedding-cache warm-up).
     ``n_jobs`` > 1 replays dialogues in parallel with joblib (each worker gets a clone);
     any joblib backend works, e.g. ``with joblib.parallel_config(backend="dask"): ...``.
     Rows come back in dataset order whatever the backend, so results are identical.
     """
     if not isinstance(strategy, Strategy):
         raise MemlabError(f"replay needs a memlab Strategy, got {type(strategy).__name__}")
+    budgets = sorted({_check_budget(b) for b in budgets})
     if k_max < max(ks, default=1):
         k_max = max(ks)
+    budget = max(budgets, default=0)
     dialogues = list(dataset.dialogues)
-    warm_embedding_caches(strategy, dataset)
-    if n_jobs == 1:
-        it: Iterable[Dialogue] = dialogues
-        if progress:
-            from tqdm.auto import tqdm
+    name = label or type(strategy).__name__
+    warm_embedding_caches(strategy, dataset, progress=progress)
+    bar = progress_bar(sum(len(d.probes) for d in dialogues), name, "probe", progress)
+    try:
+        if n_jobs == 1:
+            tick = bar.update if bar is not None else None
+            per_dialogue = [_replay_one(strategy, d, k_max, answerer, judge, budget, tick) for d in dialogues]
+        else:
+            from joblib import Parallel, delayed
 
-            it = tqdm(dialogues, desc=label or type(strategy).__name__, unit="dialogue")
-        per_dialogue = [_replay_one(strategy, d, k_max, answerer, judge) for d in it]
-    else:
-        from joblib import Parallel, delayed
-
-        per_dialogue = Parallel(n_jobs=n_jobs)(delayed(_replay_one)(strategy, d, k_max, answerer, judge)
-                                               for d in dialogues)
+            per_dialogue = []
+            # a generator keeps dataset order and lets the bar move as dialogues finish
+            for rows in Parallel(n_jobs=n_jobs, return_as="generator")(
+                    delayed(_replay_one)(strategy, d, k_max, answerer, judge, budget) for d in dialogues):
+                per_dialogue.append(rows)
+                if bar is not None:
+                    bar.update(len(rows))
+    finally:
+        if bar is not None:
+            bar.close()
     rows = [row for rows in per_dialogue for row in rows]
     frame = pd.DataFrame(rows, columns=_ROW_COLUMNS + (_ANSWER_COLUMNS if answerer is not None else []))
     frame.insert(0, "strategy", label or strategy_label(strategy))
-    frame = compute_metrics(frame, ks=ks)
+    frame = add_stale_metrics(compute_metrics(frame, ks=ks, budgets=budgets))
     return add_configuration(frame, strategy, dataset, provenance)
 
 
-def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int = 256) -> int:
-    """Embed every turn and query of ``dataset`` in batches into the strategy's persistent caches.
-
-    A replay feeds turns one at a time, so a model embeds one text per call; filling the
-    ``CachedEmbedder`` files first turns that into a few batched calls, and every clone
-    (per dialogue, per sweep point, per worker) then reads the vectors back. Caches kept
-    in memory are left alone: clones would not share them. Returns the texts embedded.
-    """
-    from ..embeddings.cache import CachedEmbedder
-
-    caches = [v for v in strategy.get_params(deep=True).values()
-              if isinstance(v, CachedEmbedder) and v.path is not None]
-    if not caches:
-        return 0
-    texts = list(dict.fromkeys(
-        [t.retrieval_text for d in dataset.dialogues for t in d.turns()] +
-        [p.query for d in dataset.dialogues for p in d.probes]))
-    for cache in caches:
-        for start in range(0, len(texts), batch_size):
-            cache.embed(texts[start:start + batch_size])
-    return len(texts)
+def _check_budget(b: Any) -> int:
+    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+        raise MemlabError(f"token budgets must be positive integers, got {b!r}")
+    return b
 
 
-_ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "position",
-                "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
-                "context_ids", "context_record_ids", "context_tokens", "llm_prompt_tokens",
+def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int = 256,
+                          progress: bool = False) -> int:
+    """``strategy.warm`` with every turn text and, as queries, every question of ``dataset``
+    (distinct, in order, ``batch_size`` at a time): a replay feeds turns one at a time, so a strategy may prepare
+    in bulk first (a ``CachedEmbedder`` with a file embeds in batches, and every clone, per
+    dialogue, sweep point or worker, reads the vectors back). Returns the texts prepared."""
+    texts = list(dict.fromkeys(t.retrieval_text for d in dataset.dialogues for t in d.turns()))
+    queries = list(dict.fromkeys(p.query for d in dataset.dialogues for p in d.probes))
+    bar = progress_bar(len(texts) + len(queries), "warming", "text", progress)
+    done = 0
+    try:
+        # turns as stored texts, questions as queries (e5/bge-style models embed them differently)
+        for items, as_query in ((texts, False), (queries, True)):
+            for start in range(0, len(items), batch_size):
+                batch = items[start:start + batch_size]
+                done += strategy.warm([], batch) if as_query else strategy.warm(batch)
+                if bar is not None:
+                    bar.update(len(batch))
+    finally:
+        if bar is not None:
+            bar.close()
+    return done
+
+
+_ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "stale_evidence",
+                "position", "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
+                "retrieved_tokens", "context_ids", "context_record_ids", "context_tokens", "store_size",
+                "llm_prompt_tokens",
                 "llm_completion_tokens", "llm_calls", "llm_cached_calls", "latency_ms"]
 
 

@@ -20,6 +20,7 @@ A sweep file (``memlab sweep FILE.toml``)::
     keep_rate = [0.0, 0.5, 0.9, 1.0]
     [run]
     ks = [1, 5, 10]
+    budgets = [256, 512, 1024]          # optional: token budgets (recall@512tok ...)
     n_jobs = 1
     output = "../runs/keep_rate"        # relative to this file; --output overrides
     [[plots]]                           # optional
@@ -61,7 +62,7 @@ def grid_points(grid: Mapping[str, Sequence[Any]] | None) -> list[dict[str, Any]
 
 def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[Any]] | None,
           dataset: Dataset, *, ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
-          n_jobs: int = 1, progress: bool = False) -> pd.DataFrame:
+          n_jobs: int = 1, progress: bool = False, budgets: Sequence[int] = ()) -> pd.DataFrame:
     """Per-probe rows for every grid point; swept values also appear as plain columns.
 
     ``strategy`` is a Strategy (grid keys are ``set_params`` keys, nested ones included) or a
@@ -83,7 +84,7 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
             name = label or str(spec.get("label") or spec.get("name") or spec.get("class"))
         point_label = name + ("" if not point else " " + " ".join(f"{k}={_short(v)}" for k, v in point.items()))
         frame = replay(configured, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
-                       progress=progress)
+                       progress=progress, budgets=budgets)
         frame.insert(1, "base_strategy", name)
         for k, v in point.items():
             frame[k] = json.dumps(v) if isinstance(v, (list, dict)) else v
@@ -116,13 +117,16 @@ def read_config(path: str | Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise MemlabError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise MemlabError(f"{path}: not UTF-8: byte 0x{exc.object[exc.start]:02x} at byte offset "
+                          f"{exc.start}; save the file as UTF-8") from None
 
 
 _TOP_KEYS = {"imports", "dataset", "strategy", "strategies", "grid", "run", "plots", "name"}
 
 
 def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output: str | Path | None = None,
-               n_jobs: int | None = None, progress: bool = True, where: str = "sweep file") -> SweepResult:
+               n_jobs: int | None = None, progress: bool = False, where: str = "sweep file") -> SweepResult:
     """Run a sweep described by a parsed sweep file; write results and plots to its output."""
     from .metrics import summarize
 
@@ -146,6 +150,9 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     k_max = run.pop("k_max", max(ks))
     if not _positive_int(k_max) or k_max < max(ks):
         raise ConfigError(f"{where}: [run] k_max must be an integer >= max(ks) = {max(ks)}, got {k_max!r}")
+    budgets = run.pop("budgets", [])
+    if not isinstance(budgets, list) or not all(_positive_int(b) for b in budgets):
+        raise ConfigError(f"{where}: [run] budgets must be a list of positive integers (tokens), got {budgets!r}")
     jobs = n_jobs if n_jobs is not None else run.pop("n_jobs", 1)
     run.pop("n_jobs", None)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0:
@@ -153,16 +160,18 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     out = output if output is not None else run.pop("output", None)
     run.pop("output", None)
     if run:
-        raise ConfigError(f"{where}: unknown key(s) in [run]: {sorted(run)}; expected ks, k_max, n_jobs, output")
+        raise ConfigError(f"{where}: unknown key(s) in [run]: {sorted(run)}; expected ks, k_max, budgets, n_jobs, output")
     grid = config.get("grid")
     if grid is not None:
         _need_table(grid, "[grid]", where)
+    plots = config.get("plots", [])
+    _check_plots(plots, where)  # before the run: a bad plot section must not cost a sweep
     frames = []
     for spec in specs:
         label = str(spec.get("label") or spec.get("name") or spec.get("class"))
         try:
             frames.append(sweep(spec, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
-                                progress=progress))
+                                progress=progress, budgets=budgets))
         except (ConfigError, TypeError) as exc:  # name the file and the strategy entry
             raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
     results = pd.concat(frames, ignore_index=True)
@@ -171,7 +180,7 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     result = SweepResult(results=results, summary=summary, output=None)
     if out is not None:
         result.output = write_outputs(result, Path(out) if Path(out).is_absolute() else base_dir / out,
-                                      config.get("plots", []), where)
+                                      plots, where)
     return result
 
 
@@ -203,6 +212,18 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
     return out
 
 
+PLOT_KINDS = ("metric_vs_param", "pareto", "by_category", "metric_at_k")
+
+
+def _check_plots(plots: Any, where: str) -> None:
+    if not isinstance(plots, list) or not all(isinstance(p, Mapping) for p in plots):
+        raise ConfigError(f"{where}: plots must be [[plots]] tables, got {plots!r}")
+    for n, plot in enumerate(plots):
+        if plot.get("kind") not in PLOT_KINDS:
+            raise ConfigError(f"{where}: plots[{n}]: kind must be one of {', '.join(PLOT_KINDS)}, "
+                              f"got {plot.get('kind')!r}")
+
+
 def make_plot(results: pd.DataFrame, plot: Mapping[str, Any], where: str = "plot"):
     from . import plots as P
 
@@ -210,7 +231,7 @@ def make_plot(results: pd.DataFrame, plot: Mapping[str, Any], where: str = "plot
              "by_category": P.plot_by_category, "metric_at_k": P.plot_metric_at_k}
     kind = plot.get("kind")
     if kind not in kinds:
-        raise ConfigError(f"{where}: kind must be one of {', '.join(kinds)}, got {kind!r}")
+        raise ConfigError(f"{where}: kind must be one of {', '.join(PLOT_KINDS)}, got {kind!r}")
     args = {k: v for k, v in plot.items() if k not in ("kind", "file")}
     if kind == "metric_vs_param" and "hue" not in args:
         args["hue"] = "base_strategy"

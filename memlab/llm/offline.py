@@ -93,14 +93,14 @@ class OfflineLLM(LLM):
                 for tid, speaker, text in parse_turns(sections.get("Conversation", ""))]
 
     def _summarize(self, sections: dict[str, str]) -> str:
-        from ..memories.layered.summarize import ExtractiveSummarizer
+        from ..summarize import ExtractiveSummarizer
 
         previous = sections.get("Previous summary", "")
         previous = "" if previous == "(none)" else previous
         return ExtractiveSummarizer().summarize(self._records(sections), previous)
 
     def _extract(self, sections: dict[str, str]) -> str:
-        from ..memories.layered.extraction import RuleBasedExtractor
+        from ..extraction import RuleBasedExtractor
 
         found = RuleBasedExtractor(roles=("user", "assistant")).extract(self._records(sections))
         return json.dumps({"memories": [m.to_dict() for m in found]}, ensure_ascii=False)

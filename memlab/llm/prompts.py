@@ -13,12 +13,11 @@ import re
 from typing import Any, Iterable
 
 from ..base import MemlabError
-from ..records import MemoryRecord
+from ..records import MEMORY_TYPES, MemoryRecord
 
 TASK_MARKER = "memlab-task:"
 SUMMARIZE, EXTRACT, REWRITE, EXPAND, HYDE, FILTER = (
     "summarize", "extract", "rewrite", "expand", "hyde", "filter")
-MEMORY_TYPES = ("fact", "preference", "event_summary")
 
 #: JSON schema of one extracted memory (``source_ids`` optional).
 MEMORY_ITEM_SCHEMA: dict[str, Any] = {

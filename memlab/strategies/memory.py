@@ -14,7 +14,7 @@ from ..context import ScoreBasedContextCreator
 from ..embeddings.base import Embedder
 from ..memories.agent import ChatHistoryMemory, LongtermAgentMemory
 from ..records import ContextRecord, Hit, MemoryRecord
-from ..retrieval.filters import Where, filter_view, matches
+from ..filters import Where, filter_view, matches
 from ..storage.vector import VectorStore
 from ..tokens import TokenCounter
 from .base import Context, Strategy
@@ -78,6 +78,10 @@ class WindowStrategy(Strategy):
     def build_context(self, query: str, *, now: float | None = None) -> Context:
         return _context(self._creator, self._window())
 
+    def store_size(self) -> int:
+        """Records in the chat history (all observed turns: the window only limits what is shown)."""
+        return len(self._memory.block)
+
 
 class LongtermStrategy(Strategy):
     """CAMEL's LongtermAgentMemory under a token budget: history plus vector recalls.
@@ -128,4 +132,8 @@ class LongtermStrategy(Strategy):
         records = self._memory.retrieve(query) if query.strip() else self._memory.history_block.retrieve(
             self.window_size)
         return _context(self._creator, records)
+
+    def store_size(self) -> int:
+        """Records in the chat history plus records in the vector block."""
+        return len(self._memory.history_block) + len(self._memory.vector_block)
 

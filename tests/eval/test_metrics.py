@@ -14,7 +14,9 @@ from memlab.eval.metrics import (
     context_metrics,
     hit_rate_at_k,
     metric_columns,
-    mrr,
+    budget_metrics,
+    budget_prefix,
+    mrr_at_k,
     ndcg_at_k,
     recall_all_at_k,
     recall_at_k,
@@ -48,14 +50,16 @@ def test_relevance_ratio_divides_by_items_returned():
     assert relevance_ratio_at_k(RANKED, GOLD, 2) == 1 / 2
     assert relevance_ratio_at_k(RANKED, GOLD, 3) == 1 / 3
     assert relevance_ratio_at_k(RANKED, GOLD, 10) == 2 / 4     # 4 returned, not 10
-    assert math.isnan(relevance_ratio_at_k([], GOLD, 5))         # nothing returned
+    assert relevance_ratio_at_k([], GOLD, 5) == 0.0              # nothing returned: 0, stays in the mean
+    assert math.isnan(relevance_ratio_at_k([], set(), 5))        # no gold: unscored
 
 
-def test_mrr():
-    assert mrr(RANKED, GOLD) == 1 / 2
-    assert mrr(RANKED, GOLD, k=1) == 0.0
-    assert mrr(["g3"], GOLD) == 1.0
-    assert mrr(["x", "y", "z"], GOLD) == 0.0
+def test_mrr_is_cut_at_k():
+    assert mrr_at_k(RANKED, GOLD, None) == 1 / 2
+    assert mrr_at_k(RANKED, GOLD, 2) == 1 / 2
+    assert mrr_at_k(RANKED, GOLD, 1) == 0.0       # the first gold item is at rank 2, beyond k
+    assert mrr_at_k(["g3"], GOLD, 5) == 1.0
+    assert mrr_at_k(["x", "y", "z"], GOLD, 5) == 0.0
 
 
 def test_ndcg_binary_log2():
@@ -74,7 +78,7 @@ def test_items_standing_for_several_turns():
     assert recall_at_k(items, gold, 1) == 1.0
     assert recall_all_at_k(items, gold, 1) == 1.0
     assert relevance_ratio_at_k(items, gold, 3) == 2 / 3          # the repeat is still a relevant item
-    assert mrr(items, gold) == 1.0
+    assert mrr_at_k(items, gold, 3) == 1.0
     assert ndcg_at_k(items, gold, 3) == pytest.approx(1 / (1 + 1 / L3), abs=1e-15)  # the repeat earns nothing
     assert recall_at_k([["x"], ["y", "g2"]], gold, 2) == 1 / 2
 
@@ -82,12 +86,12 @@ def test_items_standing_for_several_turns():
 def test_no_gold_is_nan_not_zero():
     for fn in (hit_rate_at_k, recall_at_k, recall_all_at_k, relevance_ratio_at_k, ndcg_at_k):
         assert math.isnan(fn(RANKED, [], 5))
-    assert math.isnan(mrr(RANKED, set()))
+    assert math.isnan(mrr_at_k(RANKED, set(), 5))
     assert all(math.isnan(v) for v in context_metrics(["a"], []).values())
 
 
 def test_nothing_retrieved_with_gold():
-    assert (hit_rate_at_k([], GOLD, 5), recall_at_k([], GOLD, 5), mrr([], GOLD), ndcg_at_k([], GOLD, 5)) == \
+    assert (hit_rate_at_k([], GOLD, 5), recall_at_k([], GOLD, 5), mrr_at_k([], GOLD, 5), ndcg_at_k([], GOLD, 5)) == \
         (0.0, 0.0, 0.0, 0.0)
 
 
@@ -124,19 +128,19 @@ def test_compute_metrics_columns_and_values():
     given = rows()
     out = compute_metrics(given, ks=(1, 2))
     assert list(given.columns) == list(rows().columns)               # input untouched
-    expected = ["n_gold"] + [f"{m}@{k}" for m in ("hit_rate", "recall", "recall_all", "relevance_ratio", "ndcg")
-                             for k in (1, 2)] + ["mrr", "context_hit_rate", "context_recall",
-                                                 "context_recall_all", "context_relevance_ratio"]
+    expected = ["n_gold"] + [f"{m}@{k}" for m in ("hit_rate", "recall", "recall_all", "relevance_ratio", "ndcg",
+                                                  "mrr") for k in (1, 2)] + [
+        "context_hit_rate", "context_recall", "context_recall_all", "context_relevance_ratio"]
     assert list(out.columns) == list(rows().columns) + expected
     assert metric_columns(out) == expected[1:]
     assert out["n_gold"].tolist() == [1, 2, 0, 1, 2, 0]
     # row 0 uses source ids: the summary m1 stands for t1 -> hit at rank 1.
-    assert out.loc[0, ["hit_rate@1", "recall@1", "relevance_ratio@2", "mrr"]].tolist() == [1.0, 1.0, 0.5, 1.0]
+    assert out.loc[0, ["hit_rate@1", "recall@1", "relevance_ratio@2", "mrr@1"]].tolist() == [1.0, 1.0, 0.5, 1.0]
     assert out.loc[1, ["recall@1", "recall@2", "recall_all@1", "recall_all@2", "ndcg@2"]].tolist() == \
         [0.5, 1.0, 0.0, 1.0, 1.0]
     assert out.loc[2, expected[1:]].isna().all()                   # no gold: unscored
-    assert out.loc[4, ["hit_rate@2", "mrr"]].tolist() == [0.0, 0.0]
-    assert math.isnan(out.loc[4, "relevance_ratio@2"])             # nothing retrieved
+    assert out.loc[4, ["hit_rate@2", "mrr@2"]].tolist() == [0.0, 0.0]
+    assert out.loc[4, "relevance_ratio@2"] == 0.0                  # nothing retrieved: 0, not NaN
     assert out.loc[0, "context_relevance_ratio"] == 1 / 3
     assert out.loc[4, ["context_recall", "context_recall_all"]].tolist() == [1.0, 1.0]
     assert out.loc[3, "context_hit_rate"] == 0.0
@@ -149,7 +153,7 @@ def test_compute_metrics_views_and_fallback():
     assert "context_recall" not in out.columns
     assert out.loc[0, "hit_rate@1"] == 0.0          # without source ids, 'm1' is not gold
     ctx = compute_metrics(r.drop(columns=["retrieved_ids"]), view="context")
-    assert "mrr" not in ctx.columns and ctx.loc[1, "context_recall"] == 0.5
+    assert "mrr@10" not in ctx.columns and ctx.loc[1, "context_recall"] == 0.5
     with pytest.raises(MemlabError, match="compute_metrics\\(view='context'\\) needs column 'context_ids'"):
         compute_metrics(r.drop(columns=["context_ids"]), view="context")
     with pytest.raises(MemlabError, match="view must be 'retrieval' or 'context'"):
@@ -160,13 +164,13 @@ def test_compute_metrics_views_and_fallback():
 
 def test_summarize_means_skip_unscored():
     out = compute_metrics(rows(), ks=(1,))
-    s = summarize(out, by="strategy", metrics=["recall@1", "mrr", "context_recall"])
-    assert list(s.columns) == ["strategy", "n_probes", "n_scored", "recall@1", "mrr", "context_recall",
+    s = summarize(out, by="strategy", metrics=["recall@1", "mrr@1", "context_recall"])
+    assert list(s.columns) == ["strategy", "n_probes", "n_scored", "recall@1", "mrr@1", "context_recall",
                                "context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms"]
     assert s["strategy"].tolist() == ["bm25", "window"]
     assert s["n_probes"].tolist() == [3, 3] and s["n_scored"].tolist() == [2, 2]
     assert s["recall@1"].tolist() == [(1.0 + 0.5) / 2, 0.0]
-    assert s["mrr"].tolist() == [1.0, 0.0]
+    assert s["mrr@1"].tolist() == [1.0, 0.0]
     assert s["context_recall"].tolist() == [(1.0 + 0.5) / 2, (0.0 + 1.0) / 2]
     assert s["context_tokens"].tolist() == [20.0, 40.0]       # costs average over every probe
 
@@ -194,3 +198,38 @@ def test_compute_metrics_empty_and_row_fallback():
     r.at[0, "retrieved_source_ids"] = None           # this row has no source ids: use retrieved_ids
     out = compute_metrics(r, ks=(1,), view="retrieval")
     assert out.loc[0, "hit_rate@1"] == 0.0 and out.loc[1, "recall@1"] == 0.5
+
+
+def test_budget_prefix_stops_at_first_overflow():
+    assert budget_prefix([10, 20, 5], 30) == 2      # 10 + 20 = 30 <= 30
+    assert budget_prefix([10, 20, 5], 29) == 1      # 20 overflows; the later 5 is not taken
+    assert budget_prefix([40, 1], 30) == 0
+    assert budget_prefix([], 30) == 0
+    assert budget_prefix([10, 20], 1000) == 2
+    with pytest.raises(MemlabError, match="token budget must be a positive int, got 0"):
+        budget_prefix([1], 0)
+
+
+def test_budget_metrics_over_the_union_of_source_turns():
+    items = [["x"], ["g1", "y"], ["g2"]]          # a summary standing for two turns at rank 2
+    tokens = [100, 300, 50]
+    gold = {"g1", "g2", "g3"}
+    m = budget_metrics(items, tokens, gold, [99, 100, 400, 449, 450])
+    assert [m[f"recall@{b}tok"] for b in (99, 100, 400, 449, 450)] == [0.0, 0.0, 1 / 3, 1 / 3, 2 / 3]
+    assert [m[f"hit_rate@{b}tok"] for b in (99, 100, 400, 449, 450)] == [0.0, 0.0, 1.0, 1.0, 1.0]
+    assert [m[f"tokens@{b}tok"] for b in (99, 100, 400, 449, 450)] == [0.0, 100.0, 400.0, 400.0, 450.0]
+    unscored = budget_metrics(items, tokens, [], [400])
+    assert math.isnan(unscored["recall@400tok"]) and unscored["tokens@400tok"] == 400.0
+    with pytest.raises(MemlabError, match="retrieved_tokens has 2 entries for 3 retrieved items"):
+        budget_metrics(items, [1, 2], gold, [10])
+
+
+def test_compute_metrics_with_budgets():
+    r = rows().assign(retrieved_tokens=[[15, 8], [5, 30], [4], [9], [], [3]])
+    out = compute_metrics(r, ks=(1,), budgets=[20])
+    assert ["recall@20tok", "hit_rate@20tok", "tokens@20tok"] == [c for c in out.columns if c.endswith("tok")]
+    assert out["tokens@20tok"].tolist() == [15.0, 5.0, 4.0, 9.0, 0.0, 3.0]
+    assert out.loc[[0, 1, 3, 4], "recall@20tok"].tolist() == [1.0, 0.5, 0.0, 0.0]
+    assert "recall@20tok" in metric_columns(out) and "tokens@20tok" in metric_columns(out)
+    with pytest.raises(MemlabError, match="needs column 'retrieved_tokens'"):
+        compute_metrics(rows(), budgets=[20])

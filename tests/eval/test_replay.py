@@ -23,7 +23,8 @@ def test_one_row_per_probe_with_configuration_and_provenance(tiny):
     assert df[PARAM_PREFIX + "retriever__k1"].tolist() == [1.5] * 4
     assert (df["dataset"] == "tiny").all() and (df["dataset_hash"] == tiny.hash).all()
     assert {"memlab_version", "git_commit", "strategy_class"} <= set(df.columns)
-    for col in ("hit_rate@1", "recall@5", "relevance_ratio@5", "mrr", "context_recall", "context_tokens"):
+    for col in ("hit_rate@1", "recall@5", "relevance_ratio@5", "mrr@5", "context_recall", "context_tokens",
+                "retrieved_tokens"):
         assert col in df.columns
 
 
@@ -41,7 +42,7 @@ def test_exact_metrics_on_the_tiny_dataset(tiny):
     assert df.loc["p_mid", "hit_rate@1"] == 1.0 and df.loc["p_mid", "relevance_ratio@1"] == 1.0
     # p_end: "cat called" only in t5
     assert df.loc["p_end", "retrieved_ids"][0] == "t5"
-    assert df.loc["p_end", "recall@1"] == 1.0 and df.loc["p_end", "mrr"] == 1.0
+    assert df.loc["p_end", "recall@1"] == 1.0 and df.loc["p_end", "mrr@1"] == 1.0
     # p1: "budget" and "euros" only in t3; "is" and "the" appear nowhere else... t3 is first
     assert df.loc["p1", "retrieved_ids"][0] == "t3"
     n = len(df.loc["p1", "retrieved_ids"])

@@ -8,6 +8,7 @@ from memlab.decay import Ebbinghaus, ManualClock
 from memlab.records import MemoryRecord
 from memlab.retrieval.bm25 import BM25Retriever
 from memlab.retrieval.conflicts import ExcludeOutdated
+from memlab.retrieval.contextual import ContextualRetriever
 from memlab.retrieval.decay_retriever import DecayRetriever
 from memlab.retrieval.expansion import ExpansionRetriever, PseudoRelevanceFeedback
 from memlab.retrieval.fusion import WeightedSum
@@ -32,6 +33,9 @@ FACTORIES = {
     "decay_clock": lambda: DecayRetriever(BM25Retriever(), clock=ManualClock(T0 + 86400.0)),
     "expansion": lambda: ExpansionRetriever(BM25Retriever(), PseudoRelevanceFeedback()),
     "current": lambda: ExcludeOutdated(HybridRetriever()),
+    "contextual": lambda: ContextualRetriever(BM25Retriever()),
+    "contextual_hybrid": lambda: HybridRetriever([ContextualRetriever(BM25Retriever()), VectorRetriever()],
+                                                 fusion=WeightedSum(normalization="zscore")),
 }
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from memlab.base import ConfigError
-from memlab.retrieval.tokenize import ENGLISH_STOPWORDS, Tokenizer, porter_stem
+from memlab.retrieval.tokenize import ENGLISH_STOPWORDS, Tokenizer, porter_stem, snowball_stem
 
 
 def test_default_is_lowercased_word_tokens():
@@ -33,6 +33,23 @@ def test_english_stopwords_and_custom_list():
 ])
 def test_porter_stems(word, stem):
     assert porter_stem(word) == stem
+    assert snowball_stem(word, "porter") == stem
+
+
+@pytest.mark.parametrize("word, porter, english", [
+    ("ties", "ti", "tie"), ("generalizations", "gener", "general"), ("dying", "dy", "die"),
+    ("news", "new", "news"), ("fairly", "fairli", "fair"), ("skis", "ski", "ski"),
+])
+def test_porter2_english_differs_from_porter_where_snowball_says(word, porter, english):
+    assert snowball_stem(word, "porter") == porter
+    assert snowball_stem(word, "english") == english
+
+
+def test_stopwords_then_stemming_on_a_dialogue_turn():
+    t = Tokenizer(stopwords="english", stemmer="porter")
+    assert t('Caroline said, "I went to the LGBTQ support group yesterday and it was so powerful."') == [
+        "carolin", "said", "went", "lgbtq", "support", "group", "yesterdai", "power"]
+    assert Tokenizer(stopwords="english", stemmer="english")("She is running races") == ["run", "race"]
 
 
 def test_stemmer_applies_to_ascii_words_only():
@@ -48,6 +65,16 @@ def test_chinese_chars_mode():
     assert Tokenizer(chinese="char")("北京") == ["北", "京"]
 
 
+def test_chinese_char_plus_bigram_mode():
+    assert Tokenizer(chinese="char+bigram")("我爱北京") == ["我", "爱", "北", "京", "我爱", "爱北", "北京"]
+    assert Tokenizer(chinese="char+bigram")("爱") == ["爱"]
+
+
+def test_mixed_english_and_chinese_text_gets_both_treatments():
+    t = Tokenizer(stopwords="english", stemmer="porter", chinese="char")
+    assert t("The meetings在北京 are running") == ["meet", "在", "北", "京", "run"]
+
+
 def test_chinese_jieba_mode_is_deterministic():
     t = Tokenizer(chinese="jieba")
     first = t("我爱北京天安门")
@@ -56,9 +83,9 @@ def test_chinese_jieba_mode_is_deterministic():
 
 
 def test_invalid_config_names_parameter():
-    with pytest.raises(ConfigError, match="chinese must be one of bigram, jieba, char, got 'pinyin'"):
+    with pytest.raises(ConfigError, match="chinese must be one of bigram, char, char\\+bigram, jieba, got 'pinyin'"):
         Tokenizer(chinese="pinyin")
-    with pytest.raises(ConfigError, match="stemmer must be None or one of porter, got 'snowball'"):
+    with pytest.raises(ConfigError, match="stemmer must be None or one of porter, english, got 'snowball'"):
         Tokenizer(stemmer="snowball")
     with pytest.raises(ConfigError, match="stopwords must be None, 'english' or a list"):
         Tokenizer(stopwords="french")

@@ -8,12 +8,12 @@ from typing import Any
 from ...base import ConfigError
 from ...llm.base import LLM, LLMUsage, sum_usage
 from ...records import Hit, MemoryRecord
-from ...retrieval.filters import Where, validate_where
-from ...strategies.base import Context, Strategy
-from .extraction import Extractor, LLMExtractor, RuleBasedExtractor
+from ...filters import Where, validate_where
+from ...strategy import Context, Strategy
+from ...extraction import Extractor, LLMExtractor, RuleBasedExtractor
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory
-from .summarize import LLMSummarizer
+from ...summarize import LLMSummarizer
 from .working import (
     Answer,
     Filter,
@@ -147,6 +147,10 @@ class LayeredMemory(Strategy):
             self._memo = (key, await self._retrieve.arun(state, self._layers))
         return self._memo[1].retrieved[:k]
 
+    def hit_tokens(self, hits: list[Hit]) -> list[int]:
+        """Tokens of each hit as its line of the memory message (``Load.line_tokens``)."""
+        return [self._load.line_tokens(h) for h in hits]
+
     def build_context(self, query: str, *, now: float | None = None) -> Context:
         state = self._prepare(query, now)
         self.retrieve(query, self._retrieve.k, now=now)
@@ -185,6 +189,10 @@ class LayeredMemory(Strategy):
         await self._update.arun(state, self._layers)
         self._version += 1
         return state
+
+    def store_size(self) -> int:
+        """Active long-term memories plus short-term records (the summary, if any, and kept turns)."""
+        return self._long.count("active") + len(self._short.records())
 
     def llm_usage(self) -> dict[str, int]:
         """Tokens spent by the summariser, extractor, rewriter/expander, filter and answer step."""

@@ -8,7 +8,7 @@ from ...base import Component, ConfigError, MemlabError
 from ...llm.base import LLMUsage
 from ...llm.counting import resolve_counter
 from ...records import MemoryRecord, Role
-from .summarize import (
+from ...summarize import (
     ExtractiveSummarizer,
     Summarizer,
     SummaryPiece,

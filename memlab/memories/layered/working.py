@@ -13,27 +13,25 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...base import Component, ConfigError, MemlabError
+from ...base import Component, ConfigError
+from ...extraction import Extractor
 from ...llm.base import LLM, LLMUsage, UsesLLM, sum_usage
 from ...llm.counting import resolve_counter
-from ...llm.prompts import (
-    expand_prompt,
-    filter_prompt,
-    hyde_prompt,
-    parse_lines,
-    parse_selection,
-    rewrite_prompt,
-)
 from ...records import Hit, MemoryRecord, Role
-from ...retrieval.base import Retriever
 from ...retrieval.expansion import QueryExpander
-from ...retrieval.filters import Where
+from ...filters import Where
 from ...retrieval.fusion import RRF, Fusion
+from ...retrieval.llm_expansion import HyDEExpander, LLMQueryRewriter, MultiQueryExpander
+from ...retrieval.llm_filter import LLMRelevanceFilter
 from ...retrieval.selection import MMRSelector, ScoreThreshold, Selector, rerank
-from ...strategies.base import Context
-from .extraction import Extractor
-from .long_term import LongTermMemory
+from ...strategy import Context
+from .long_term import LongTermMemory, LongTermRetriever
 from .short_term import ShortTermMemory
+
+# the LLM expanders and the filter live in memlab.retrieval; imported here for the old paths
+__all__ = ["Answer", "Filter", "HyDEExpander", "Layers", "LLMQueryRewriter", "LLMRelevanceFilter", "Load",
+           "LongTermRetriever", "MultiQueryExpander", "Retrieve", "Step", "Update", "WorkingState",
+           "DEFAULT_SYSTEM_PROMPT", "MEMORY_HEADER"]
 
 
 @dataclass
@@ -93,143 +91,6 @@ class Step(Component):
 
     def reset_usage(self) -> None:
         _reset_usage(*self._parts())
-
-
-# -- LLM helpers for retrieval ----------------------------------------------------------------
-class LLMQueryRewriter(UsesLLM):
-    """Rewrites the question into a standalone search query using the last ``history_turns`` turns."""
-
-    def __init__(self, llm: LLM, history_turns: int = 4):
-        self.llm = llm
-        self.history_turns = history_turns
-        self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if isinstance(self.history_turns, bool) or not isinstance(self.history_turns, int) \
-                or self.history_turns < 0:
-            raise ConfigError(f"history_turns must be an int >= 0, got {self.history_turns!r}")
-
-    def _prompt(self, question: str, history: list[MemoryRecord]) -> list[dict[str, str]]:
-        recent = history[-self.history_turns:] if self.history_turns else []
-        return rewrite_prompt(question, recent)
-
-    @staticmethod
-    def _clean(text: str, question: str) -> str:
-        lines = parse_lines(text, 1)
-        return lines[0] if lines else question
-
-    def rewrite(self, question: str, history: list[MemoryRecord]) -> str:
-        return self._clean(self._call(self.llm, self._prompt(question, history)).text, question)
-
-    async def arewrite(self, question: str, history: list[MemoryRecord]) -> str:
-        return self._clean((await self._acall(self.llm, self._prompt(question, history))).text, question)
-
-
-class MultiQueryExpander(UsesLLM, QueryExpander):
-    """LLM multi-query expansion (LangChain's MultiQueryRetriever): ``[query, *rewrites]``,
-    at most ``n`` rewrites, blank lines, numbering and repeats of the query dropped."""
-
-    def __init__(self, llm: LLM, n: int = 3):
-        self.llm = llm
-        self.n = n
-        self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
-            raise ConfigError(f"n must be an int >= 1, got {self.n!r}")
-
-    def _queries(self, query: str, text: str) -> list[str]:
-        return [query] + [q for q in parse_lines(text, self.n + 1) if q != query][:self.n]
-
-    def expand(self, query: str, retriever: Retriever | None = None, *, where: Where | None = None,
-               now: float | None = None) -> list[str]:
-        return self._queries(query, self._call(self.llm, expand_prompt(query, self.n)).text)
-
-    async def aexpand(self, query: str, retriever: Retriever | None = None, *,
-                      where: Where | None = None, now: float | None = None) -> list[str]:
-        return self._queries(query, (await self._acall(self.llm, expand_prompt(query, self.n))).text)
-
-
-class HyDEExpander(UsesLLM, QueryExpander):
-    """HyDE: search with a hypothetical answer passage too: ``[query, passage]``."""
-
-    def __init__(self, llm: LLM):
-        self.llm = llm
-
-    @staticmethod
-    def _queries(query: str, text: str) -> list[str]:
-        passage = " ".join(text.split())
-        return [query, passage] if passage and passage != query else [query]
-
-    def expand(self, query: str, retriever: Retriever | None = None, *, where: Where | None = None,
-               now: float | None = None) -> list[str]:
-        return self._queries(query, self._call(self.llm, hyde_prompt(query)).text)
-
-    async def aexpand(self, query: str, retriever: Retriever | None = None, *,
-                      where: Where | None = None, now: float | None = None) -> list[str]:
-        return self._queries(query, (await self._acall(self.llm, hyde_prompt(query))).text)
-
-
-class LongTermRetriever(Retriever):
-    """A read-only ``Retriever`` view of a ``LongTermMemory`` (for expanders that search,
-    such as ``PseudoRelevanceFeedback``). Searching it never reinforces memories."""
-
-    name = "long_term"
-
-    def __init__(self, long_term: LongTermMemory):
-        super().__init__()
-        self.long_term = long_term
-
-    def add(self, records: Any) -> None:
-        raise MemlabError("LongTermRetriever is read-only: add memories to the LongTermMemory")
-
-    def remove(self, ids: Any) -> None:
-        raise MemlabError("LongTermRetriever is read-only: delete memories from the LongTermMemory")
-
-    def _add(self, records: list[MemoryRecord]) -> None:  # pragma: no cover - add raises first
-        raise MemlabError("LongTermRetriever is read-only")
-
-    def _remove(self, ids: list[str]) -> None:  # pragma: no cover
-        raise MemlabError("LongTermRetriever is read-only")
-
-    def _clear(self) -> None:
-        pass
-
-    def __len__(self) -> int:
-        return len(self.long_term)
-
-    def search(self, query: str, k: int = 5, *, where: Where | None = None,
-               now: float | None = None) -> list[Hit]:
-        return self.long_term.search(query, k, where=where, now=now, reinforce=False)
-
-
-class LLMRelevanceFilter(UsesLLM, Selector):
-    """Asks ``llm`` which hits are relevant to the question (at most ``k``).
-
-    The chosen hits keep the retriever's order and scores (so the list stays sorted);
-    ``components["llm_filter"]`` holds the new rank. An empty choice keeps nothing.
-    """
-
-    name = "llm_filter"
-
-    def __init__(self, llm: LLM):
-        self.llm = llm
-
-    def _choose(self, hits: list[Hit], k: int, text: str) -> list[Hit]:
-        chosen = sorted(parse_selection(text, len(hits))[:k])
-        return rerank([hits[i] for i in chosen], None, self.name)
-
-    def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
-        if not hits or k <= 0:
-            return []
-        prompt = filter_prompt(query, [h.record.content for h in hits], k)
-        return self._choose(hits, k, self._call(self.llm, prompt).text)
-
-    async def aselect(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
-        if not hits or k <= 0:
-            return []
-        prompt = filter_prompt(query, [h.record.content for h in hits], k)
-        return self._choose(hits, k, (await self._acall(self.llm, prompt)).text)
 
 
 # -- the steps ---------------------------------------------------------------------------------
@@ -439,13 +300,20 @@ class Load(Step):
         if not hits:
             return None
         lines = [MEMORY_HEADER]
-        for h in sorted(hits, key=lambda h: (h.record.timestamp, h.rank)):
-            date = ""
-            if self.include_dates and h.record.timestamp > 0:
-                day = _dt.datetime.fromtimestamp(h.record.timestamp, _dt.timezone.utc).date()
-                date = f"[{day.isoformat()}] "
-            lines.append(f"- {date}{' '.join(h.record.content.split())}")
+        lines += [self.memory_line(h) for h in sorted(hits, key=lambda h: (h.record.timestamp, h.rank))]
         return {"role": "system", "content": "\n".join(lines)}
+
+    def memory_line(self, hit: Hit) -> str:
+        """How one memory is shown in the memory message: ``- [date] content``."""
+        date = ""
+        if self.include_dates and hit.record.timestamp > 0:
+            day = _dt.datetime.fromtimestamp(hit.record.timestamp, _dt.timezone.utc).date()
+            date = f"[{day.isoformat()}] "
+        return f"- {date}{' '.join(hit.record.content.split())}"
+
+    def line_tokens(self, hit: Hit) -> int:
+        """Tokens of ``memory_line(hit)`` plus its line break, in this step's counter."""
+        return int(self._counter.count(self.memory_line(hit) + "\n"))
 
     def run(self, state: WorkingState, layers: Layers) -> WorkingState:
         memory: list[dict[str, Any]] = []

@@ -1,0 +1,126 @@
+"""``LLMExtractor``: ask a model for memories as JSON, validate, retry with the error."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+
+from ..base import ConfigError, MemlabError
+from ..llm.base import LLM, UsesLLM
+from ..llm.prompts import EXTRACTION_SCHEMA, extract_prompt, strip_fences
+from ..records import MemoryRecord
+from .base import ExtractedMemory, Extractor
+
+
+def parse_extraction(text: str, default_source_ids: list[str]) -> list[ExtractedMemory]:
+    """Validate a model's extraction answer against ``EXTRACTION_SCHEMA``.
+
+    Accepts ``{"memories": [...]}`` or a bare list. Raises MemlabError saying what is wrong.
+    """
+    try:
+        data = json.loads(strip_fences(text))
+    except json.JSONDecodeError as exc:
+        raise MemlabError(f"extraction answer is not JSON ({exc.msg} at char {exc.pos}): {text[:200]!r}") from None
+    if isinstance(data, dict):
+        if "memories" not in data:
+            raise MemlabError(f"extraction answer must have a 'memories' list, got keys {sorted(data)}")
+        data = data["memories"]
+    try:
+        jsonschema.validate(data, EXTRACTION_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise MemlabError(f"extraction answer invalid at {where}: {exc.message}") from None
+    return [ExtractedMemory(item["content"].strip(), item["memory_type"], item["subject"].strip(),
+                            [str(s) for s in item.get("source_ids") or default_source_ids])
+            for item in data]
+
+
+class LLMExtractor(UsesLLM, Extractor):
+    """Ask ``llm`` for memories as JSON; on invalid output, show it the error and ask again.
+
+    Up to ``max_attempts`` calls per ``extract``; after the last invalid answer a
+    MemlabError is raised, or, with ``on_failure="skip"``, nothing is extracted and
+    ``failures`` counts it. Source ids the model names that are not among the turns
+    are dropped (all the turns are used if none remains).
+    """
+
+    def __init__(self, llm: LLM, max_attempts: int = 3, on_failure: str = "raise"):
+        self.llm = llm
+        self.max_attempts = max_attempts
+        self.on_failure = on_failure
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise ConfigError(f"max_attempts must be an int >= 1, got {self.max_attempts!r}")
+        if self.on_failure not in ("raise", "skip"):
+            raise ConfigError(f"on_failure must be 'raise' or 'skip', got {self.on_failure!r}")
+        self._failures = 0
+
+    @property
+    def failures(self) -> int:
+        """Extractions given up (``on_failure="skip"``) since construction or ``reset_usage``."""
+        return self._failures
+
+    def reset_usage(self) -> None:
+        super().reset_usage()
+        self._failures = 0
+
+    def extract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
+        if not records:
+            return []
+        messages, error = extract_prompt(records), ""
+        for _ in range(self.max_attempts):
+            found, messages, error = self._read(self._call(self.llm, messages).text, records, messages)
+            if found is not None:
+                return found
+        return self._give_up(error)
+
+    async def aextract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
+        if not records:
+            return []
+        messages, error = extract_prompt(records), ""
+        for _ in range(self.max_attempts):
+            found, messages, error = self._read((await self._acall(self.llm, messages)).text, records, messages)
+            if found is not None:
+                return found
+        return self._give_up(error)
+
+    def _read(self, answer: str, records: list[MemoryRecord], messages: list[dict[str, str]]
+              ) -> tuple[list[ExtractedMemory] | None, list[dict[str, str]], str]:
+        """(memories, messages, "") for a valid answer; else (None, the retry conversation, error)."""
+        try:
+            return self._clean(parse_extraction(answer, _ids(records)), records), messages, ""
+        except MemlabError as exc:
+            error = str(exc)
+            retry = messages + [{"role": "assistant", "content": answer},
+                                {"role": "user", "content": _retry_note(error)}]
+            return None, retry, error
+
+    def _give_up(self, error: str) -> list[ExtractedMemory]:
+        self._failures += 1
+        if self.on_failure == "skip":
+            return []
+        raise MemlabError(f"LLMExtractor: no valid answer after {self.max_attempts} attempt(s); "
+                          f"last problem: {error}")
+
+    @staticmethod
+    def _clean(items: list[ExtractedMemory], records: list[MemoryRecord]) -> list[ExtractedMemory]:
+        known = _ids(records)
+        turn_ids = {r.id for r in records}
+        for item in items:
+            # a model may cite the turn ids it saw; map them to the turns' own source ids
+            by_turn = [s for r in records if r.id in item.source_ids for s in r.source_ids]
+            kept = [s for s in item.source_ids if s in known and s not in turn_ids]
+            item.source_ids = list(dict.fromkeys(by_turn + kept)) or known
+        return items
+
+
+def _ids(records: list[MemoryRecord]) -> list[str]:
+    return list(dict.fromkeys(s for r in records for s in r.source_ids))
+
+
+def _retry_note(error: str) -> str:
+    return (f"That answer could not be used: {error}. Reply again with JSON only, in the form "
+            '{"memories": [{"content": ..., "memory_type": ..., "subject": ..., "source_ids": [...]}]}.')

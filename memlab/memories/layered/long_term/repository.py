@@ -1,0 +1,250 @@
+"""The SQLite side of ``LongTermMemory``: schema, rows and records, the vector index kept
+in step with the rows (``check_and_repair``), pickling and time."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ....base import ConfigError, MemlabError, did_you_mean
+from ....records import MEMORY_TYPES, MemoryRecord, Role
+from ....filters import Where, matches, validate_where
+from ....storage.vector import VectorStore
+
+log = logging.getLogger("memlab.memories.layered.long_term")
+
+STATUSES = ("active", "outdated")
+#: Keys a ``where`` filter may use (the table's columns).
+FILTER_KEYS = ("memory_id", "user_id", "memory_type", "subject", "source_session", "timestamp",
+               "status", "access_count", "last_accessed", "strength")
+#: Keys that never change after a memory is written; these are also stored with the vector,
+#: so a filter using only them is evaluated inside the vector store.
+VECTOR_KEYS = ("user_id", "memory_type", "subject", "source_session", "timestamp")
+
+_SCHEMA_TEMPLATE = """
+CREATE TABLE IF NOT EXISTS memories (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id TEXT NOT NULL UNIQUE,
+    user_id TEXT NOT NULL DEFAULT '',
+    content TEXT NOT NULL,
+    memory_type TEXT NOT NULL CHECK (memory_type IN ({types})),
+    subject TEXT NOT NULL DEFAULT '',
+    source_session TEXT NOT NULL DEFAULT '',
+    timestamp REAL NOT NULL,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed REAL NOT NULL,
+    strength REAL NOT NULL DEFAULT 1.0,
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'outdated')),
+    supersedes TEXT NOT NULL DEFAULT '[]',
+    superseded_by TEXT,
+    source_ids TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX IF NOT EXISTS memories_user_subject ON memories (user_id, subject, status);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+# the CHECK lists MEMORY_TYPES, so the table and the code agree on the memory types
+_SCHEMA = _SCHEMA_TEMPLATE.format(types=", ".join(f"'{t}'" for t in MEMORY_TYPES))
+_COLUMNS = ("seq", "memory_id", "user_id", "content", "memory_type", "subject", "source_session",
+            "timestamp", "access_count", "last_accessed", "strength", "status", "supersedes",
+            "superseded_by", "source_ids")
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM memories"
+
+
+@dataclass
+class RepairReport:
+    """What ``check_and_repair`` fixed: ids re-embedded, orphan vectors deleted."""
+
+    reembedded: list[str] = field(default_factory=list)
+    deleted_vectors: list[str] = field(default_factory=list)
+    embedder_changed: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.reembedded or self.deleted_vectors or self.embedder_changed)
+
+    def __str__(self) -> str:
+        if not self:
+            return "long-term memory consistent: nothing repaired"
+        parts = [f"{len(self.reembedded)} row(s) without a vector re-embedded",
+                 f"{len(self.deleted_vectors)} vector(s) without a row deleted"]
+        if self.embedder_changed:
+            parts.insert(0, "embedder changed: every vector rebuilt")
+        return "long-term memory repaired: " + "; ".join(parts)
+
+
+def _where_keys(where: Where) -> set[str]:
+    keys: set[str] = set()
+    for key, cond in where.items():
+        if key in ("$and", "$or"):
+            for sub in cond:
+                keys |= _where_keys(sub)
+        else:
+            keys.add(key)
+    return keys
+
+
+class Repository:
+    """Rows of the ``memories`` table as dicts and ``MemoryRecord``s, and the vector index
+    (``_store``, filled by ``_embedder``) that mirrors them. Mixed into ``LongTermMemory``,
+    which sets ``path``, ``clock``, ``_store``, ``_embedder``, ``_lock`` and ``_db``."""
+
+    def _connect(self) -> sqlite3.Connection:
+        target = ":memory:" if self.path is None else str(self.path)
+        if self.path is not None:
+            folder = os.path.dirname(os.path.abspath(target))
+            if not os.path.isdir(folder):
+                raise ConfigError(f"path {self.path!r}: folder {folder!r} does not exist")
+        try:
+            conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+            conn.executescript(_SCHEMA)
+            missing = set(_COLUMNS) - {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+        except sqlite3.DatabaseError as exc:
+            raise MemlabError(f"path {self.path!r} is not a usable SQLite file: {exc}") from exc
+        if missing:
+            conn.close()
+            raise MemlabError(f"path {self.path!r}: table 'memories' lacks column(s) {sorted(missing)}")
+        return conn
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise MemlabError("LongTermMemory is closed")
+        return self._db
+
+    @property
+    def store(self) -> VectorStore:
+        return self._store
+
+    @property
+    def last_repair(self) -> RepairReport:
+        """What the last ``check_and_repair`` (run on open) fixed."""
+        return self._last_repair
+
+    # -- pickling: an in-memory table travels as its SQL dump; a file is reopened ---------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_db", "_lock")}
+        state["_dump"] = "\n".join(self.db.iterdump()) if self.path is None else None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        dump = state.pop("_dump", None)
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+        if dump:
+            conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            conn.executescript(dump)
+            self._db = conn
+        else:
+            self._db = self._connect()
+        self._last_repair = self.check_and_repair()
+
+    def close(self) -> None:
+        db, self._db = getattr(self, "_db", None), None
+        if db is not None:
+            db.close()
+            self._store.close()
+
+    # -- consistency -------------------------------------------------------------------
+    def check_and_repair(self) -> RepairReport:
+        """Make the vector store hold exactly one vector per row, from the current embedder."""
+        with self._lock:
+            report = RepairReport()
+            identity = self._embedder.identity()
+            stored = self.db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+            if stored is not None and stored[0] != identity:
+                report.embedder_changed = True
+                self._store.clear()
+            rows = self.db.execute(_SELECT + " ORDER BY seq").fetchall()
+            row_ids = {r[1] for r in rows}
+            vector_ids = self._store.ids()
+            report.deleted_vectors = [i for i in vector_ids if i not in row_ids]
+            if report.deleted_vectors:
+                self._store.delete(report.deleted_vectors)
+            have = set(vector_ids)
+            missing = [self._row(r) for r in rows if r[1] not in have]
+            report.reembedded = [r["memory_id"] for r in missing]
+            for start in range(0, len(missing), 256):
+                self._write_vectors(missing[start:start + 256])
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (identity,))
+            if report:
+                log.warning("%s (path=%r)", report, self.path)
+            return report
+
+    def _write_vectors(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        vectors = self._embedder.embed([r["content"] for r in rows])
+        self._store.add([r["memory_id"] for r in rows], vectors,
+                        metadatas=[{k: r[k] for k in VECTOR_KEYS} for r in rows],
+                        documents=[r["content"] for r in rows])
+
+    # -- time --------------------------------------------------------------------------
+    def resolve_now(self, now: float | None = None) -> float:
+        if now is not None:
+            return float(now)
+        if self.clock is not None:
+            return float(self.clock.now())
+        row = self.db.execute("SELECT MAX(MAX(timestamp), MAX(last_accessed)) FROM memories").fetchone()
+        return float(row[0]) if row and row[0] is not None else 0.0
+
+    # -- rows and records ----------------------------------------------------------------
+    @staticmethod
+    def _row(values: Sequence[Any]) -> dict[str, Any]:
+        row = dict(zip(_COLUMNS, values))
+        row["supersedes"] = json.loads(row["supersedes"])
+        row["source_ids"] = json.loads(row["source_ids"])
+        return row
+
+    @staticmethod
+    def to_record(row: Mapping[str, Any]) -> MemoryRecord:
+        """A stored memory as a MemoryRecord (id = memory_id; every column in metadata)."""
+        metadata = {k: row[k] for k in _COLUMNS if k not in ("seq", "memory_id", "content")}
+        metadata["kind"] = "memory"
+        metadata["supersedes"] = list(row["supersedes"])
+        metadata["source_ids"] = list(row["source_ids"])
+        return MemoryRecord(role=Role.SYSTEM, content=row["content"], id=row["memory_id"],
+                            timestamp=row["timestamp"], agent_id=row["user_id"], metadata=metadata)
+
+    def _rows(self, sql: str = "", args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return [self._row(r) for r in self.db.execute(f"{_SELECT} {sql}", tuple(args)).fetchall()]
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        rows = self._rows("WHERE memory_id = ?", (str(memory_id),))
+        return self.to_record(rows[0]) if rows else None
+
+    def records(self, where: Where | None = None, include_outdated: bool = True) -> list[MemoryRecord]:
+        """Every memory (oldest first) matching ``where``."""
+        self._check_where(where)
+        rows = self._rows("ORDER BY seq")
+        return [self.to_record(r) for r in rows if (include_outdated or r["status"] == "active")
+                and matches(self._view(r), where)]
+
+    def __len__(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+
+    def count(self, status: str | None = None) -> int:
+        if status is None:
+            return len(self)
+        return int(self.db.execute("SELECT COUNT(*) FROM memories WHERE status = ?", (status,)).fetchone()[0])
+
+    @staticmethod
+    def _view(row: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: row[k] for k in FILTER_KEYS}
+
+    @staticmethod
+    def _check_where(where: Where | None) -> None:
+        validate_where(where)
+        for key in sorted(_where_keys(where or {})):
+            if key not in FILTER_KEYS:
+                raise ConfigError(did_you_mean(key, list(FILTER_KEYS), "long-term memory filter key"))
+
+    def _rows_for(self, ids: list[str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            out += self._rows(f"WHERE memory_id IN ({', '.join('?' * len(chunk))})", chunk)
+        return out

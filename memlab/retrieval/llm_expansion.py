@@ -1,0 +1,86 @@
+"""LLM query transformations: a standalone rewrite of the question, multi-query
+expansion (LangChain's MultiQueryRetriever) and HyDE (a hypothetical answer passage)."""
+
+from __future__ import annotations
+
+from ..base import ConfigError
+from ..llm.base import LLM, UsesLLM
+from ..llm.prompts import expand_prompt, hyde_prompt, parse_lines, rewrite_prompt
+from ..records import MemoryRecord
+from .base import Retriever
+from .expansion import QueryExpander
+from ..filters import Where
+
+
+class LLMQueryRewriter(UsesLLM):
+    """Rewrites the question into a standalone search query using the last ``history_turns`` turns."""
+
+    def __init__(self, llm: LLM, history_turns: int = 4):
+        self.llm = llm
+        self.history_turns = history_turns
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if isinstance(self.history_turns, bool) or not isinstance(self.history_turns, int) \
+                or self.history_turns < 0:
+            raise ConfigError(f"history_turns must be an int >= 0, got {self.history_turns!r}")
+
+    def _prompt(self, question: str, history: list[MemoryRecord]) -> list[dict[str, str]]:
+        recent = history[-self.history_turns:] if self.history_turns else []
+        return rewrite_prompt(question, recent)
+
+    @staticmethod
+    def _clean(text: str, question: str) -> str:
+        lines = parse_lines(text, 1)
+        return lines[0] if lines else question
+
+    def rewrite(self, question: str, history: list[MemoryRecord]) -> str:
+        return self._clean(self._call(self.llm, self._prompt(question, history)).text, question)
+
+    async def arewrite(self, question: str, history: list[MemoryRecord]) -> str:
+        return self._clean((await self._acall(self.llm, self._prompt(question, history))).text, question)
+
+
+class MultiQueryExpander(UsesLLM, QueryExpander):
+    """LLM multi-query expansion (LangChain's MultiQueryRetriever): ``[query, *rewrites]``,
+    at most ``n`` rewrites, blank lines, numbering and repeats of the query dropped."""
+
+    def __init__(self, llm: LLM, n: int = 3):
+        self.llm = llm
+        self.n = n
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ConfigError(f"n must be an int >= 1, got {self.n!r}")
+
+    def _queries(self, query: str, text: str) -> list[str]:
+        return [query] + [q for q in parse_lines(text, self.n + 1) if q != query][:self.n]
+
+    def expand(self, query: str, retriever: Retriever | None = None, *, where: Where | None = None,
+               now: float | None = None) -> list[str]:
+        return self._queries(query, self._call(self.llm, expand_prompt(query, self.n)).text)
+
+    async def aexpand(self, query: str, retriever: Retriever | None = None, *,
+                      where: Where | None = None, now: float | None = None) -> list[str]:
+        return self._queries(query, (await self._acall(self.llm, expand_prompt(query, self.n))).text)
+
+
+class HyDEExpander(UsesLLM, QueryExpander):
+    """HyDE: search with a hypothetical answer passage too: ``[query, passage]``."""
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+
+    @staticmethod
+    def _queries(query: str, text: str) -> list[str]:
+        passage = " ".join(text.split())
+        return [query, passage] if passage and passage != query else [query]
+
+    def expand(self, query: str, retriever: Retriever | None = None, *, where: Where | None = None,
+               now: float | None = None) -> list[str]:
+        return self._queries(query, self._call(self.llm, hyde_prompt(query)).text)
+
+    async def aexpand(self, query: str, retriever: Retriever | None = None, *,
+                      where: Where | None = None, now: float | None = None) -> list[str]:
+        return self._queries(query, (await self._acall(self.llm, hyde_prompt(query))).text)

@@ -1,0 +1,37 @@
+"""``LLMRelevanceFilter``: a ``Selector`` that asks a model which hits are relevant."""
+
+from __future__ import annotations
+
+from ..llm.base import LLM, UsesLLM
+from ..llm.prompts import filter_prompt, parse_selection
+from ..records import Hit
+from .selection import Selector, rerank
+
+
+class LLMRelevanceFilter(UsesLLM, Selector):
+    """Asks ``llm`` which hits are relevant to the question (at most ``k``).
+
+    The chosen hits keep the retriever's order and scores (so the list stays sorted);
+    ``components["llm_filter"]`` holds the new rank. An empty choice keeps nothing.
+    """
+
+    name = "llm_filter"
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+
+    def _choose(self, hits: list[Hit], k: int, text: str) -> list[Hit]:
+        chosen = sorted(parse_selection(text, len(hits))[:k])
+        return rerank([hits[i] for i in chosen], None, self.name)
+
+    def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
+        if not hits or k <= 0:
+            return []
+        prompt = filter_prompt(query, [h.record.content for h in hits], k)
+        return self._choose(hits, k, self._call(self.llm, prompt).text)
+
+    async def aselect(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
+        if not hits or k <= 0:
+            return []
+        prompt = filter_prompt(query, [h.record.content for h in hits], k)
+        return self._choose(hits, k, (await self._acall(self.llm, prompt)).text)

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 from ..base import MemlabError
 from ..records import Hit, MemoryRecord
 from ..retrieval.base import Retriever
-from ..retrieval.filters import Where, filter_view, matches
+from ..filters import Where, filter_view, matches
 
 
 class PeerRetriever(Retriever):

@@ -43,7 +43,7 @@ from ..base import ConfigError, MemlabError
 from ..blocks.chat_history import check_keep_rate
 from ..embeddings.base import Embedder
 from ..records import Hit, MemoryRecord, Role
-from ..retrieval.filters import Where, filter_view, matches
+from ..filters import Where, filter_view, matches
 from ..strategies.base import Context, Strategy
 from ..strategies.retrieval import source_ids
 from ..tokens import TiktokenCounter, TokenCounter

@@ -43,7 +43,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 
 from ..base import Component, MemlabError
 from ..embeddings.base import Embedder
-from ..retrieval.filters import matches, to_chroma_where, validate_where
+from ..filters import matches, to_chroma_where, validate_where
 from .vector import VectorStore, check_add_args
 
 SEQ_KEY = "memlab:seq"

@@ -15,6 +15,8 @@ records them all.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from typing import Any
 
 from ..base import ConfigError
@@ -22,7 +24,7 @@ from ..blocks.chat_history import check_keep_rate
 from ..context import ScoreBasedContextCreator
 from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
-from ..retrieval.filters import Where
+from ..filters import Where
 from ..tokens import TiktokenCounter, TokenCounter
 from .base import Context, Strategy
 
@@ -106,8 +108,14 @@ class RetrievalStrategy(Strategy):
             chain = self._decay = DecayRetriever(chain, self.decay, combine=self.decay_combine,
                                                  weight=self.decay_weight, reinforce="none")
         self._chain = chain
+        inner = [base, *base.get_params(deep=True).values()]
+        self._memoisable = not any(
+            getattr(c, "stochastic", False) is True or (isinstance(c, DecayRetriever) and c.reinforce != "none")
+            for c in [self.decay, *inner])
         self._history: list[MemoryRecord] = []
         self._last_recall: tuple[str, float | None] | None = None
+        self._version = 0  # bumped by every change of what a search sees (observe, reinforce)
+        self._memo: tuple[tuple, list[Hit]] | None = None
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
         self._creator = ScoreBasedContextCreator(token_counter=self._counter,
                                                  token_limit=self.token_limit)
@@ -124,21 +132,43 @@ class RetrievalStrategy(Strategy):
     def observe(self, record: MemoryRecord) -> None:
         self._history.append(record)
         self._chain.add([record])
+        self._version += 1
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                  now: float | None = None) -> list[Hit]:
         if k <= 0:
             return []
         now = self._now(now)
-        hits = self._chain.search(query, max(k, self.candidates), where=where, now=now)
-        for selector in self._selectors():
-            hits = selector.select(query, hits, max(k, self.candidates))
+        hits = self._ranked(query, max(k, self.candidates), where, now)
         hits = hits[:k]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
         if self.reinforce == "returned" and (query, now) != self._last_recall:
             self._last_recall = (query, now)
             self._reinforce([h.id for h in hits], now)
+        return hits
+
+    def _ranked(self, query: str, n: int, where: Where | None, now: float | None) -> list[Hit]:
+        """Search, then selection, for ``n`` candidates: memoised until the memory changes.
+
+        A replay calls ``retrieve(query, k)`` and then ``build_context(query)`` at each
+        probe; both ask for ``max(k, candidates)`` hits at the same time, so the second
+        reuses the first search (and its expansion) instead of repeating it. Searches that
+        change the memory themselves (a stochastic forgetting model draws at each search; a
+        user's ``DecayRetriever(reinforce="returned")`` reinforces) are never memoised.
+        """
+        key = (query, n, copy.deepcopy(where), now, self._version)
+        memo = self._memo
+        if memo is not None and memo[0] == key:
+            return [dataclasses.replace(h) for h in memo[1]]
+        hits = self._chain.search(query, n, where=where, now=now)
+        for selector in self._selectors():
+            hits = selector.select(query, hits, n)
+        if not self._memoisable:
+            self._memo = None
+        else:
+            self._memo = (key, hits)
+            hits = [dataclasses.replace(h) for h in hits]
         return hits
 
     def store_size(self) -> int:
@@ -148,6 +178,7 @@ class RetrievalStrategy(Strategy):
     def _reinforce(self, ids: list[str], now: float | None) -> None:
         if self._decay is not None and ids:
             self._decay.reinforce_ids(ids, now)
+            self._version += 1
 
     def build_context(self, query: str, *, now: float | None = None) -> Context:
         hits = self.retrieve(query, self.context_k, now=now) if self.context_k else []

@@ -12,12 +12,37 @@ from memlab.eval.loaders import load_dataset
 ROOT = Path(__file__).resolve().parents[2] / "datasets"
 FILES = sorted(ROOT.glob("*.json"))
 REQUIRED = {"travel_advisor", "preference_change", "long_range_facts", "distractors", "multi_session_decay",
-            "chinese_dialogue"}
-CATEGORIES = {"single-hop", "multi-hop", "preference", "knowledge-update", "temporal", "unanswerable"}
+            "chinese_dialogue", "memory_lifecycle"}
+CATEGORIES = {"single-hop", "multi-hop", "preference", "knowledge-update", "temporal", "unanswerable",
+              "abstraction"}
+#: (dialogues, turns, probes, probes naming stale evidence) per shipped file
+SIZES = {"travel_advisor": (1, 40, 9, 0), "preference_change": (2, 45, 11, 6), "long_range_facts": (1, 56, 7, 0),
+         "distractors": (1, 34, 7, 0), "multi_session_decay": (1, 38, 9, 4), "chinese_dialogue": (1, 32, 8, 1),
+         "memory_lifecycle": (2, 78, 21, 6)}
 
 
 def test_required_files_present():
     assert REQUIRED <= {f.stem for f in FILES}
+
+
+@pytest.mark.parametrize("name", sorted(SIZES))
+def test_sizes(name):
+    ds = load_dataset(str(ROOT / f"{name}.json"))
+    stale = sum(bool(p.stale_evidence) for d in ds for p in d.probes)
+    assert (len(ds), ds.n_turns, ds.n_probes, stale) == SIZES[name]
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_every_changed_fact_names_its_stale_turns(path):
+    """A knowledge-update probe names the superseded turns, each said before the newest gold turn."""
+    for d in load_dataset(str(path)):
+        positions = d.turn_positions()
+        for p in d.probes:
+            if p.category == "knowledge-update":
+                assert p.stale_evidence, (d.id, p.id)
+            if p.stale_evidence:
+                assert p.category == "knowledge-update", (d.id, p.id)
+                assert max(positions[s] for s in p.stale_evidence) < max(positions[e] for e in p.evidence)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
@@ -81,3 +106,25 @@ def test_chinese_dialogue_is_chinese():
     cjk = lambda s: sum("\u4e00" <= ch <= "\u9fff" for ch in s) / max(1, len(s))
     assert all(cjk(t.text) > 0.5 for t in d.turns())
     assert all(cjk(p.query) > 0.5 for p in d.probes)
+
+
+def test_memory_lifecycle_has_updates_merges_patterns_in_two_languages():
+    ds = load_dataset(str(ROOT / "memory_lifecycle.json"))
+    cjk = lambda s: sum("\u4e00" <= ch <= "\u9fff" for ch in s) / max(1, len(s))
+    english, chinese = ds.dialogues
+    assert all(cjk(t.text) == 0 for t in english.turns())
+    assert all(cjk(t.text) > 0.5 for t in chinese.turns())
+    for d in ds:
+        by_cat = {}
+        for p in d.probes:
+            by_cat.setdefault(p.category, []).append(p)
+        # one preference updated twice: the current-state probe names two stale turns
+        assert max(len(p.stale_evidence) for p in by_cat["knowledge-update"]) == 2
+        # past states are asked too, with a superseded turn as gold
+        stale_turns = {s for p in by_cat["knowledge-update"] for s in p.stale_evidence}
+        assert len([p for p in by_cat["temporal"] if set(p.evidence) & stale_turns]) >= 3
+        # a pattern recurs over three or more turns; facts to merge span two turns
+        assert max(len(p.evidence) for p in by_cat["abstraction"]) >= 4
+        assert by_cat["multi-hop"] and by_cat["single-hop"]
+        # a repeated fact: some single-hop probe has two gold turns (the fact said twice)
+        assert any(len(p.evidence) == 2 for p in by_cat["single-hop"])

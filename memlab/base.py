@@ -12,7 +12,8 @@ from __future__ import annotations
 import copy
 import difflib
 import inspect
-from abc import ABCMeta
+from abc import ABCMeta, abstractmethod
+from collections.abc import Sequence
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
 C = TypeVar("C", bound="Component")
@@ -123,6 +124,12 @@ class Component(metaclass=ABCMeta):
     def _on_params_changed(self) -> None:
         """Hook for subclasses that validate or derive state from parameters."""
 
+    def components(self) -> Iterator[Component]:
+        """Every component in this one's configuration, depth first, self excluded (a
+        parameter that is a component, or a list/tuple/dict holding components)."""
+        for name in self._param_names():
+            yield from _components_in(getattr(self, name))
+
     def clone(self: C) -> C:
         """A fresh copy with the same configuration and none of the state."""
         params = {}
@@ -151,6 +158,28 @@ def _set_nested(target: Component, sub: dict[str, Any], undo: list[Callable[[], 
     old = {key: before[key] for key in sub if key in before}
     target.set_params(**sub)
     undo.append(lambda: target.set_params(**old))
+
+
+def _components_in(value: Any) -> Iterator[Component]:
+    if isinstance(value, Component):
+        yield value
+        yield from value.components()
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _components_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _components_in(item)
+
+
+class Warmable(metaclass=ABCMeta):
+    """A part that can prepare for texts in bulk before they arrive one by one
+    (``Strategy.warm`` calls it; e.g. a persistent embedding cache)."""
+
+    @abstractmethod
+    def warm(self, texts: Sequence[str], queries: Sequence[str] = ()) -> int:
+        """Prepare for ``texts`` (what will be stored) and ``queries`` (what will be asked:
+        e5/bge-style embedders embed them differently); returns how many were prepared."""
 
 
 def _clone_value(value: Any) -> Any:

@@ -276,7 +276,7 @@ class Dataset:
         """
         payload = [_fields(d) for d in self.dialogues]
         text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                          allow_nan=False)
+                          allow_nan=True)  # NaN in free-form metadata is valid data
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def categories(self) -> list[str]:

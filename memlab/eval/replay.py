@@ -223,34 +223,26 @@ def _check_budget(b: Any) -> int:
 
 def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int = 256,
                           progress: bool = False) -> int:
-    """Embed every turn and query of ``dataset`` in batches into the strategy's persistent caches.
-
-    A replay feeds turns one at a time, so a model embeds one text per call; filling the
-    ``CachedEmbedder`` files first turns that into a few batched calls, and every clone
-    (per dialogue, per sweep point, per worker) then reads the vectors back. Caches kept
-    in memory are left alone: clones would not share them. Returns the texts embedded.
-    """
-    from ..embeddings.cache import CachedEmbedder
-
-    caches = [v for v in strategy.get_params(deep=True).values()
-              if isinstance(v, CachedEmbedder) and v.path is not None]
-    if not caches:
-        return 0
-    texts = list(dict.fromkeys(
-        [t.retrieval_text for d in dataset.dialogues for t in d.turns()] +
-        [p.query for d in dataset.dialogues for p in d.probes]))
-    bar = progress_bar(len(texts) * len(caches), "embedding cache", "text", progress)
+    """``strategy.warm`` with every turn text and, as queries, every question of ``dataset``
+    (distinct, in order, ``batch_size`` at a time): a replay feeds turns one at a time, so a strategy may prepare
+    in bulk first (a ``CachedEmbedder`` with a file embeds in batches, and every clone, per
+    dialogue, sweep point or worker, reads the vectors back). Returns the texts prepared."""
+    texts = list(dict.fromkeys(t.retrieval_text for d in dataset.dialogues for t in d.turns()))
+    queries = list(dict.fromkeys(p.query for d in dataset.dialogues for p in d.probes))
+    bar = progress_bar(len(texts) + len(queries), "warming", "text", progress)
+    done = 0
     try:
-        for cache in caches:
-            for start in range(0, len(texts), batch_size):
-                batch = texts[start:start + batch_size]
-                cache.embed(batch)
+        # turns as stored texts, questions as queries (e5/bge-style models embed them differently)
+        for items, as_query in ((texts, False), (queries, True)):
+            for start in range(0, len(items), batch_size):
+                batch = items[start:start + batch_size]
+                done += strategy.warm([], batch) if as_query else strategy.warm(batch)
                 if bar is not None:
                     bar.update(len(batch))
     finally:
         if bar is not None:
             bar.close()
-    return len(texts)
+    return done
 
 
 _ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "stale_evidence",

@@ -8,7 +8,7 @@ from ..base import ConfigError
 from ..decay import Clock, DecayModel, Ebbinghaus
 from ..records import Hit, MemoryRecord
 from .base import Retriever, WrapperRetriever, check_candidates
-from .filters import Where
+from ..filters import Where
 from .fusion import normalize_scores
 
 COMBINE_MODES = ("multiply", "add", "weighted")

@@ -9,7 +9,7 @@ from ..llm.prompts import expand_prompt, hyde_prompt, parse_lines, rewrite_promp
 from ..records import MemoryRecord
 from .base import Retriever
 from .expansion import QueryExpander
-from .filters import Where
+from ..filters import Where
 
 
 class LLMQueryRewriter(UsesLLM):

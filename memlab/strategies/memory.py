@@ -14,7 +14,7 @@ from ..context import ScoreBasedContextCreator
 from ..embeddings.base import Embedder
 from ..memories.agent import ChatHistoryMemory, LongtermAgentMemory
 from ..records import ContextRecord, Hit, MemoryRecord
-from ..retrieval.filters import Where, filter_view, matches
+from ..filters import Where, filter_view, matches
 from ..storage.vector import NumpyVectorStore, VectorStore
 from ..tokens import TokenCounter
 from .base import Context, Strategy

@@ -23,7 +23,7 @@ from ..blocks.chat_history import check_keep_rate
 from ..context import ScoreBasedContextCreator
 from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
-from ..retrieval.filters import Where
+from ..filters import Where
 from ..tokens import TiktokenCounter, TokenCounter
 from .base import Context, Strategy
 

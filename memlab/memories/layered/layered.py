@@ -8,8 +8,8 @@ from typing import Any
 from ...base import ConfigError
 from ...llm.base import LLM, LLMUsage, sum_usage
 from ...records import Hit, MemoryRecord
-from ...retrieval.filters import Where, validate_where
-from ...strategies.base import Context, Strategy
+from ...filters import Where, validate_where
+from ...strategy import Context, Strategy
 from ...extraction import Extractor, LLMExtractor, RuleBasedExtractor
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory

@@ -19,12 +19,12 @@ from ...llm.base import LLM, LLMUsage, UsesLLM, sum_usage
 from ...llm.counting import resolve_counter
 from ...records import Hit, MemoryRecord, Role
 from ...retrieval.expansion import QueryExpander
-from ...retrieval.filters import Where
+from ...filters import Where
 from ...retrieval.fusion import RRF, Fusion
 from ...retrieval.llm_expansion import HyDEExpander, LLMQueryRewriter, MultiQueryExpander
 from ...retrieval.llm_filter import LLMRelevanceFilter
 from ...retrieval.selection import MMRSelector, ScoreThreshold, Selector, rerank
-from ...strategies.base import Context
+from ...strategy import Context
 from .long_term import LongTermMemory, LongTermRetriever
 from .short_term import ShortTermMemory
 

@@ -269,8 +269,9 @@ class Warmable(metaclass=ABCMeta):
     (``Strategy.warm`` calls it; e.g. a persistent embedding cache)."""
 
     @abstractmethod
-    def warm(self, texts: Sequence[str]) -> int:
-        """Prepare for ``texts``; returns how many were prepared (0: nothing to do)."""
+    def warm(self, texts: Sequence[str], queries: Sequence[str] = ()) -> int:
+        """Prepare for ``texts`` (what will be stored) and ``queries`` (what will be asked:
+        e5/bge-style embedders embed them differently); returns how many were prepared."""
 
 
 class Resource(metaclass=ABCMeta):

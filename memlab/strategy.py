@@ -11,7 +11,7 @@ hand the model. The harness calls, in dialogue order:
   metrics compare strategies at equal tokens, whatever one hit stands for);
 - ``reset()`` before the next dialogue.
 
-Before all that, ``warm(texts)`` once, with every turn and query text of the dataset.
+Before all that, ``warm(texts, queries)`` once, with every turn and question of the dataset.
 
 Time is explicit: ``now`` is dialogue time in epoch seconds. When it is None a strategy
 uses the timestamp of the newest record it observed, so a replay never reads the wall
@@ -110,14 +110,14 @@ class Strategy(Component):
             counter = _default_counter()
         return [int(counter.count_message(h.memory_record.to_openai())) for h in hits]
 
-    def warm(self, texts: Sequence[str]) -> int:
+    def warm(self, texts: Sequence[str], queries: Sequence[str] = ()) -> int:
         """Prepare for ``texts`` before a replay feeds them one at a time: every ``Warmable``
         in the strategy's configuration (``Component.components``; e.g. a ``CachedEmbedder``
         with a file fills its cache in batches) is warmed. Returns the most texts any part
         prepared (0: nothing to prepare). Override to warm state the configuration does not show.
         """
-        texts = list(texts)
-        return max((c.warm(texts) for c in self.components() if isinstance(c, Warmable)), default=0)
+        texts, queries = list(texts), list(queries)
+        return max((c.warm(texts, queries) for c in self.components() if isinstance(c, Warmable)), default=0)
 
 
 _DEFAULT_COUNTER: Any = None

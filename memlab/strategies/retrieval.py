@@ -103,7 +103,11 @@ class RetrievalStrategy(Strategy):
         # wiped); only the records this strategy added are taken out again.
         previous = getattr(self, "_base", None)
         if previous is not None:
-            previous.remove(self._added)
+            ours = set(self._added)
+            if all(r.id in ours for r in previous.records()):
+                previous.reset()  # it holds only our turns (and a service may not delete one by one)
+            else:
+                previous.remove(self._added)
         base = self.retriever if self.retriever is not None else BM25Retriever()
         self._base, self._added = base, []
         chain: Retriever = base

@@ -92,6 +92,9 @@ class LongtermStrategy(Strategy):
     ``LongtermAgentMemory``) into ``token_limit`` tokens, history scored ``keep_rate ** i``
     and recalls by cosine similarity, so keep_rate sets how recent turns trade against
     relevant old ones. ``retrieve(query, k)`` is the vector recall alone, ranked.
+
+    A ``vector_store`` handed in is used as given: vectors already in it are recalled too,
+    and ``reset`` deletes only those of the turns this strategy wrote (never the rest).
     """
 
     def __init__(self, keep_rate: float = 0.9, window_size: int | None = None, retrieve_limit: int = 3,
@@ -111,7 +114,8 @@ class LongtermStrategy(Strategy):
                                                  token_limit=self.token_limit)
         store = self.vector_store
         if store is not None:
-            store.clear()
+            store.delete(getattr(self, "_written", []))
+        self._written: list[str] = []
         self._memory = LongtermAgentMemory(
             context_creator=self._creator,
             chat_history_block=ChatHistoryBlock(keep_rate=self.keep_rate),
@@ -130,6 +134,7 @@ class LongtermStrategy(Strategy):
 
     def observe(self, record: MemoryRecord) -> None:
         self._memory.write_record(record)
+        self._written.append(record.id)
         self._version += 1
         if self._plain:
             self._plain = (is_plain(record) and record.id not in self._ids
@@ -161,8 +166,8 @@ class LongtermStrategy(Strategy):
         return _hits(self._recall(query, k), k)
 
     def build_context(self, query: str, *, now: float | None = None) -> Context:
-        if query.strip() and self.window_size is None and self._plain and isinstance(
-                self._memory.vector_block.store, NumpyVectorStore):
+        # the fast path needs the strategy's own (numpy) store, holding only observed records
+        if query.strip() and self.window_size is None and self._plain and self.vector_store is None:
             return self._fast_context(query)
         records = self._memory.retrieve(query) if query.strip() else self._memory.history_block.retrieve(
             self.window_size)

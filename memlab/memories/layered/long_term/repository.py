@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 from ....base import ConfigError, MemlabError, did_you_mean
 from ....records import MEMORY_TYPES, MemoryRecord, Role
 from ....filters import Where, matches, validate_where
+from ....storage.sqlite import connect
 from ....storage.vector import VectorStore
 
 log = logging.getLogger("memlab.memories.layered.long_term")
@@ -99,7 +100,7 @@ class Repository:
             if not os.path.isdir(folder):
                 raise ConfigError(f"path {self.path!r}: folder {folder!r} does not exist")
         try:
-            conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+            conn = connect(target, isolation_level=None)
             conn.executescript(_SCHEMA)
             missing = set(_COLUMNS) - {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
         except sqlite3.DatabaseError as exc:

@@ -90,6 +90,9 @@ class LongtermStrategy(Strategy):
     ``LongtermAgentMemory``) into ``token_limit`` tokens, history scored ``keep_rate ** i``
     and recalls by cosine similarity, so keep_rate sets how recent turns trade against
     relevant old ones. ``retrieve(query, k)`` is the vector recall alone, ranked.
+
+    A ``vector_store`` handed in is used as given: vectors already in it are recalled too,
+    and ``reset`` deletes only those of the turns this strategy wrote (never the rest).
     """
 
     def __init__(self, keep_rate: float = 0.9, window_size: int | None = None, retrieve_limit: int = 3,
@@ -109,7 +112,8 @@ class LongtermStrategy(Strategy):
                                                  token_limit=self.token_limit)
         store = self.vector_store
         if store is not None:
-            store.clear()
+            store.delete(getattr(self, "_written", []))
+        self._written: list[str] = []
         self._memory = LongtermAgentMemory(
             context_creator=self._creator,
             chat_history_block=ChatHistoryBlock(keep_rate=self.keep_rate),
@@ -121,6 +125,7 @@ class LongtermStrategy(Strategy):
 
     def observe(self, record: MemoryRecord) -> None:
         self._memory.write_record(record)
+        self._written.append(record.id)
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                  now: float | None = None) -> list[Hit]:

@@ -34,7 +34,9 @@ class RetrievalStrategy(Strategy):
 
     Parameters
     ----------
-    retriever: the index over observed turns (BM25, vector, hybrid, ...).
+    retriever: the index over observed turns (BM25, vector, hybrid, ...); one handed in is
+        used as given: records already in it stay searchable, and ``reset`` removes only
+        the turns this strategy added (None: a fresh ``BM25Retriever``).
     expansion: a ``QueryExpander``; the retriever is searched with every expanded query
         and the lists are fused (RRF).
     decay: a decay rule (``Ebbinghaus``, ``ExponentialRecency``, ``TimeWeighting``); scores
@@ -97,8 +99,17 @@ class RetrievalStrategy(Strategy):
     def _build(self) -> None:
         from ..retrieval import BM25Retriever
 
+        # A retriever handed in is used as given (what it holds stays searchable and is never
+        # wiped); only the records this strategy added are taken out again.
+        previous = getattr(self, "_base", None)
+        if previous is not None:
+            ours = set(self._added)
+            if all(r.id in ours for r in previous.records()):
+                previous.reset()  # it holds only our turns (and a service may not delete one by one)
+            else:
+                previous.remove(self._added)
         base = self.retriever if self.retriever is not None else BM25Retriever()
-        base.reset()
+        self._base, self._added = base, []
         chain: Retriever = base
         if self.expansion is not None:
             chain = ExpansionRetriever(chain, self.expansion)
@@ -132,6 +143,7 @@ class RetrievalStrategy(Strategy):
     def observe(self, record: MemoryRecord) -> None:
         self._history.append(record)
         self._chain.add([record])
+        self._added.append(record.id)
         self._version += 1
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,

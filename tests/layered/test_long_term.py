@@ -28,7 +28,7 @@ def test_table_columns_and_validation():
     cols = [r[1] for r in ltm.db.execute("PRAGMA table_info(memories)")]
     assert cols == ["seq", "memory_id", "user_id", "content", "memory_type", "subject", "source_session",
                     "timestamp", "access_count", "last_accessed", "strength", "status", "supersedes",
-                    "superseded_by", "source_ids"]
+                    "superseded_by", "source_ids", "namespace"]
     with pytest.raises(MemlabError, match="memory_type must be one of fact, preference, event_summary, got 'note'"):
         ltm.add("x", "note", timestamp=0)
     with pytest.raises(MemlabError, match="content must be a non-empty string"):

@@ -53,8 +53,11 @@ class LayeredMemory(Strategy):
     memory, ``LLMExtractor(llm, on_failure="skip")`` and
     ``Filter(llm_filter=LLMRelevanceFilter(llm))``. ``user_id`` is written on every memory
     and, when set, restricts retrieval to it; ``where`` is a further long-term filter.
-    Retrieval results are memoised per (query, k, where, now) until the memory changes,
-    so ``retrieve`` followed by ``build_context`` searches (and calls an expander) once.
+    ``reset()`` removes from a ``long_term`` handed in only the memories it wrote (data
+    already there stays); ``clone()`` gets a long-term memory of its own (see
+    ``LongTermMemory.clone``). Retrieval results are memoised per (query, k, where, now)
+    until the memory changes, so ``retrieve`` followed by ``build_context`` searches (and
+    calls an expander) once.
     """
 
     def __init__(self, short_term: ShortTermMemory | None = None, long_term: LongTermMemory | None = None,
@@ -92,6 +95,7 @@ class LayeredMemory(Strategy):
         self._short = self.short_term if self.short_term is not None else (
             ShortTermMemory(summarizer=LLMSummarizer(llm)) if llm is not None else ShortTermMemory())
         self._long = self.long_term if self.long_term is not None else LongTermMemory()
+        self._handed_in = {r.id for r in self.long_term.records()} if self.long_term is not None else set()
         self._extractor = self.extractor if self.extractor is not None else (
             LLMExtractor(llm, on_failure="skip") if llm is not None else RuleBasedExtractor())
         self._retrieve = self.retrieve_step if self.retrieve_step is not None else Retrieve()
@@ -113,7 +117,11 @@ class LayeredMemory(Strategy):
     # -- Strategy interface ------------------------------------------------------------------
     def reset(self) -> None:
         self._short.clear()
-        self._long.clear()
+        if self.long_term is None:
+            self._long.clear()  # its own memory: everything in it came from this strategy
+        else:
+            # a memory handed in may hold its owner's data: remove only what was written since
+            self._long.delete([r.id for r in self._long.records() if r.id not in self._handed_in])
         self._update.reset_state()
         for part in self._usage_parts():
             part.reset_usage()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-from ....base import Component, ConfigError
+from ....base import Component, ConfigError, Resource
 from ....decay import Clock, DecayModel
 from ....embeddings.base import Embedder
 from ....embeddings.hashing import HashingEmbedder
@@ -23,7 +23,7 @@ from .search import DecaySearch
 from .writing import WritePath
 
 
-class LongTermMemory(DecaySearch, WritePath, Repository, Component):
+class LongTermMemory(DecaySearch, WritePath, Repository, Resource, Component):
     """Persistent typed memories searched by meaning, with decay, conflicts and repair.
 
     Columns: memory_id, user_id, content, memory_type ('fact' | 'preference' |
@@ -47,6 +47,11 @@ class LongTermMemory(DecaySearch, WritePath, Repository, Component):
     - ``now``: the argument, else ``clock.now()``, else the newest timestamp or recall
       time stored (dialogue time; the wall clock is never read implicitly, except by
       ``add`` without a timestamp and without a clock).
+    - ``namespace``: one file holds several memories apart, one per namespace (rows are
+      read, written, counted and cleared within it). ``clone()`` of a memory kept in a
+      file is bound to a namespace of its own below this one (``clone-1``, ...; the replay
+      names it after the dialogue), emptied first, so no clone recalls its original's
+      memories.
     """
 
     #: Candidates asked from the vector store per search (doubled while filters leave too few).
@@ -54,13 +59,15 @@ class LongTermMemory(DecaySearch, WritePath, Repository, Component):
 
     def __init__(self, path: str | None = None, vector_store: VectorStore | None = None,
                  embedder: Embedder | None = None, decay: DecayModel | None = None,
-                 conflict_resolver: ConflictResolver | None = None, clock: Clock | None = None):
+                 conflict_resolver: ConflictResolver | None = None, clock: Clock | None = None,
+                 namespace: str = ""):
         self.path = path
         self.vector_store = vector_store
         self.embedder = embedder
         self.decay = decay
         self.conflict_resolver = conflict_resolver
         self.clock = clock
+        self.namespace = namespace
         self._db: sqlite3.Connection | None = None
         self._on_params_changed()
 
@@ -72,6 +79,8 @@ class LongTermMemory(DecaySearch, WritePath, Repository, Component):
                                   ("clock", self.clock, Clock)):
             if value is not None and not isinstance(value, kind):
                 raise ConfigError(f"{name} must be a {kind.__name__} or None, got {type(value).__name__}")
+        if not isinstance(self.namespace, str):
+            raise ConfigError(f"LongTermMemory parameter 'namespace': expected a string, got {self.namespace!r}")
         self.close()
         self._lock = threading.RLock()
         self._store = self.vector_store if self.vector_store is not None else NumpyVectorStore()
@@ -79,3 +88,14 @@ class LongTermMemory(DecaySearch, WritePath, Repository, Component):
         self._resolver = self.conflict_resolver if self.conflict_resolver is not None else ConflictResolver()
         self._db = self._connect()
         self._last_repair = self.check_and_repair()
+
+    def scoped(self, scope: str) -> LongTermMemory:
+        """A fresh memory: in memory, a plain clone; in a file, the same file and parameters
+        with namespace ``<namespace>/<scope>`` (``scope`` alone from the default one), emptied."""
+        params = self._cloned_params(scope)
+        if self.path is not None:
+            params["namespace"] = f"{self.namespace}/{scope}" if self.namespace else str(scope)
+        fresh = type(self)(**params)
+        if self.path is not None:
+            fresh.clear()
+        return fresh

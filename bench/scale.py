@@ -26,7 +26,8 @@ import time
 
 from _common import load_locomo, machine, peak_rss_mb, run_child, slope, table
 
-STRATEGIES = ["window", "longterm", "bm25", "vector", "hybrid", "bm25_prf", "hybrid_decay", "layered"]
+STRATEGIES = ["window", "longterm", "bm25", "vector", "hybrid", "bm25_prf", "hybrid_decay", "layered", "bm25_plus",
+              "full_context", "oracle", "camel_chat_history", "camel_longterm", "langchain_ensemble"]
 PROBE_EVERY = 10
 
 

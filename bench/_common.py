@@ -24,6 +24,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # this checkout's memlab, also when another one is installed
+    sys.path.insert(0, str(ROOT))
 
 
 def load_locomo():

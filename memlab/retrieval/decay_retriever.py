@@ -50,8 +50,7 @@ class DecayRetriever(WrapperRetriever):
                  clock: Clock | None = None, gc: bool = True, candidates: int = 50):
         super().__init__()
         self.retriever = retriever
-        # None resolves to Ebbinghaus() so that get_params shows decay__strength_growth.
-        self.decay = decay if decay is not None else Ebbinghaus()
+        self.decay = decay
         self.combine = combine
         self.weight = weight
         self.reinforce = reinforce
@@ -62,12 +61,11 @@ class DecayRetriever(WrapperRetriever):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.decay is None:
-            self.decay = Ebbinghaus()
+        self._decay = self._resolve("decay", lambda: Ebbinghaus())
         self._check_wrapped()
-        if not isinstance(self.decay, DecayModel):
+        if not isinstance(self._decay, DecayModel):
             raise ConfigError(f"decay must be a DecayModel (Ebbinghaus, ExponentialRecency, "
-                              f"TimeWeighting), got {type(self.decay).__name__}")
+                              f"TimeWeighting), got {type(self._decay).__name__}")
         if self.combine not in COMBINE_MODES:
             raise ConfigError(f"combine must be one of {', '.join(COMBINE_MODES)}, got {self.combine!r}")
         if not 0 <= self.weight <= 1:
@@ -86,7 +84,7 @@ class DecayRetriever(WrapperRetriever):
 
     def _adopted(self, records: list[MemoryRecord]) -> None:
         for r in records:
-            self._state[r.id] = [self.decay.initial(), r.timestamp, 0]
+            self._state[r.id] = [self._decay.initial(), r.timestamp, 0]
 
     def _remove(self, ids: list[str]) -> None:
         self.retriever.remove(ids)
@@ -95,7 +93,7 @@ class DecayRetriever(WrapperRetriever):
 
     def _clear(self) -> None:
         self.retriever.reset()
-        self.decay.reset()
+        self._decay.reset()
         self._state = {}
 
     def memory_state(self, id: str) -> dict[str, float]:
@@ -116,7 +114,7 @@ class DecayRetriever(WrapperRetriever):
     def retention(self, id: str, now: float | None = None) -> float:
         """The record's current retention weight."""
         strength, last, _ = self._state[id]
-        return self.decay.weight(self.resolve_now(now), last, strength)
+        return self._decay.weight(self.resolve_now(now), last, strength)
 
     def reinforce_ids(self, ids: Iterable[str], now: float | None = None) -> None:
         """Recall ``ids``: strength grows, last_recall = now (never moves back), count + 1."""
@@ -125,7 +123,7 @@ class DecayRetriever(WrapperRetriever):
             state = self._state.get(i)
             if state is None:
                 continue
-            state[0] = self.decay.reinforce(state[0])
+            state[0] = self._decay.reinforce(state[0])
             state[1] = max(state[1], t)
             state[2] += 1
 
@@ -139,7 +137,7 @@ class DecayRetriever(WrapperRetriever):
         doomed = []
         for i in list(self._records):
             strength, last, _ = self._state[i]
-            if self.decay.should_forget(self.decay.elapsed(t, last), strength):
+            if self._decay.should_forget(self._decay.elapsed(t, last), strength):
                 doomed.append(i)
         self.remove(doomed)
         return doomed
@@ -158,7 +156,7 @@ class DecayRetriever(WrapperRetriever):
         if not inner:
             return []
         relevance = [h.score for h in inner]
-        retention = [self.decay.weight(t, self._state[h.id][1], self._state[h.id][0]) for h in inner]
+        retention = [self._decay.weight(t, self._state[h.id][1], self._state[h.id][0]) for h in inner]
         if self.combine == "multiply":
             final = [r * w for r, w in zip(relevance, retention)]
         elif self.combine == "add":

@@ -1,6 +1,7 @@
 """Replay dialogues into a strategy and record what it recalls at each probe.
 
-For every dialogue the strategy is reset (a fresh clone), its turns are fed in order
+For every dialogue the strategy is reset (a fresh clone; a persistent store gets a namespace
+named after the dialogue id), its turns are fed in order
 with their dialogue timestamps, and each probe is asked at its position, at the time of
 the turn it follows. One row per probe records:
 
@@ -146,7 +147,8 @@ def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], p
 def _replay_one(strategy: Strategy, dialogue: Dialogue, k_max: int, answerer: Any = None,
                 judge: Any = None, budget: int = 0, on_probe: Callable[[], None] | None = None
                 ) -> list[dict[str, Any]]:
-    return replay_dialogue(strategy.clone(), dialogue, k_max, answerer, judge, budget, on_probe)
+    # a strategy over a persistent store writes each dialogue to its own namespace (its id)
+    return replay_dialogue(strategy.clone(scope=dialogue.id), dialogue, k_max, answerer, judge, budget, on_probe)
 
 
 def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> Any:

@@ -44,7 +44,7 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from ..base import Component, MemlabError
+from ..base import Component, MemlabError, Resource
 from ..embeddings.base import Embedder
 from ..filters import matches, to_chroma_where, validate_where
 from .vector import VectorStore, check_add_args
@@ -134,7 +134,7 @@ class MemlabEmbeddingFunction(EmbeddingFunction[Documents]):
 
 # -- the store ------------------------------------------------------------------------
 
-class ChromaVectorStore(VectorStore):
+class ChromaVectorStore(Resource, VectorStore):
     """Cosine search in a chromadb collection; in memory (``path=None``) or on disk.
 
     ``path=None`` uses chromadb's in-process EphemeralClient, which every client in the
@@ -142,7 +142,9 @@ class ChromaVectorStore(VectorStore):
     ``close`` drops it. With a ``path``, a PersistentClient stores the collection named
     ``collection`` there, and a later store on the same path and name sees the data.
     ``dim`` fixes the vector length (else taken from the first add or the stored data).
-    The client opens on first use.
+    The client opens on first use. ``clone()`` of a store on disk uses the collection
+    ``<collection>.<scope>`` (``clone-1``, ..., or the dialogue id in a replay), emptied
+    first, so a clone never shares the original's vectors.
     """
 
     def __init__(self, embedder: Embedder | None = None, collection: str = "memlab",
@@ -169,6 +171,16 @@ class ChromaVectorStore(VectorStore):
         self.close()
         self._name = (self.collection if self.path is not None
                       else f"{self.collection[:480]}-{uuid.uuid4().hex[:16]}")
+
+    def scoped(self, scope: str) -> ChromaVectorStore:
+        params = self._cloned_params(scope)
+        if self.path is None:
+            return type(self)(**params)  # a collection of its own already
+        # chromadb's rule: [A-Za-z0-9._-], starting and ending with a letter or digit
+        params["collection"] = re.sub(r"[^A-Za-z0-9._-]", "_", f"{self.collection}.{scope}")[:512].rstrip("._-")
+        fresh = type(self)(**params)
+        fresh.clear()
+        return fresh
 
     # -- opening ----------------------------------------------------------------------
     def _col(self) -> Any:

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("memlab.retrieval", "memlab.decay", "memlab.llm", "memlab.extraction", "memlab.summarize"),
     ("memlab.blocks",),
     ("memlab.memories",),
-    ("memlab.strategies",),
+    ("memlab.strategies", "memlab.adapters"),
     ("memlab.eval",),
     ("memlab.cli", "memlab.testing"),
 ]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MemlabError, Warmable
+from ..storage.sqlite import connect
 from .base import Embedder
 
 _SQL_VARS = 500  # keys per SELECT ... IN (...), below SQLite's variable limit
@@ -75,7 +76,7 @@ class CachedEmbedder(Embedder, Warmable):
         if target != ":memory:":
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(target, check_same_thread=False)
+        self._conn = connect(target)
         with self._conn:
             self._conn.execute("CREATE TABLE IF NOT EXISTS embeddings "
                                "(key TEXT PRIMARY KEY, vector BLOB NOT NULL)")

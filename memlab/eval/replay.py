@@ -1,6 +1,7 @@
 """Replay dialogues into a strategy and record what it recalls at each probe.
 
-For every dialogue the strategy is reset (a fresh clone), its turns are fed in order
+For every dialogue the strategy is reset (a fresh clone; a persistent store gets a namespace
+named after the dialogue id), its turns are fed in order
 with their dialogue timestamps, and each probe is asked at its position, at the time of
 the turn it follows. One row per probe records:
 
@@ -34,6 +35,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from ..base import Component, MemlabError
+from ..secrets import MASK, Secret
 from ..strategies.base import Strategy
 from .dataset import Dataset, Dialogue
 from .lifecycle import add_stale_metrics
@@ -145,7 +147,8 @@ def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], p
 def _replay_one(strategy: Strategy, dialogue: Dialogue, k_max: int, answerer: Any = None,
                 judge: Any = None, budget: int = 0, on_probe: Callable[[], None] | None = None
                 ) -> list[dict[str, Any]]:
-    return replay_dialogue(strategy.clone(), dialogue, k_max, answerer, judge, budget, on_probe)
+    # a strategy over a persistent store writes each dialogue to its own namespace (its id)
+    return replay_dialogue(strategy.clone(scope=dialogue.id), dialogue, k_max, answerer, judge, budget, on_probe)
 
 
 def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> Any:
@@ -266,6 +269,8 @@ def flat_params(component: Component) -> dict[str, Any]:
     for name, value in component.get_params(deep=True).items():
         if isinstance(value, Component):
             out[name] = type(value).__name__
+        elif isinstance(value, Secret):  # a key is never written to results
+            out[name] = MASK
         elif value is None or isinstance(value, (bool, int, float, str)):
             out[name] = value
         elif isinstance(value, (list, tuple)) and all(isinstance(v, Component) for v in value):

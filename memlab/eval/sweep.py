@@ -176,7 +176,7 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
             raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
     results = pd.concat(frames, ignore_index=True)
     by = ["strategy"]
-    summary = summarize(results, by=by)
+    summary = summarize(results, by=by, ci=True)  # 95% cluster-bootstrap CIs, seeded
     result = SweepResult(results=results, summary=summary, output=None)
     if out is not None:
         result.output = write_outputs(result, Path(out) if Path(out).is_absolute() else base_dir / out,

@@ -16,7 +16,6 @@ records them all.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from typing import Any
 
 from ..base import ConfigError
@@ -34,7 +33,9 @@ class RetrievalStrategy(Strategy):
 
     Parameters
     ----------
-    retriever: the index over observed turns (BM25, vector, hybrid, ...).
+    retriever: the index over observed turns (BM25, vector, hybrid, ...); one handed in is
+        used as given: records already in it stay searchable, and ``reset`` removes only
+        the turns this strategy added (None: a fresh ``BM25Retriever``).
     expansion: a ``QueryExpander``; the retriever is searched with every expanded query
         and the lists are fused (RRF).
     decay: a decay rule (``Ebbinghaus``, ``ExponentialRecency``, ``TimeWeighting``); scores
@@ -99,8 +100,17 @@ class RetrievalStrategy(Strategy):
     def _build(self) -> None:
         from ..retrieval import BM25Retriever
 
+        # A retriever handed in is used as given (what it holds stays searchable and is never
+        # wiped); only the records this strategy added are taken out again.
+        previous = getattr(self, "_base", None)
+        if previous is not None:
+            ours = set(self._added)
+            if all(r.id in ours for r in previous.records()):
+                previous.reset()  # it holds only our turns (and a service may not delete one by one)
+            else:
+                previous.remove(self._added)
         base = self.retriever if self.retriever is not None else BM25Retriever()
-        base.reset()
+        self._base, self._added = base, []
         chain: Retriever = base
         if self.expansion is not None:
             chain = ExpansionRetriever(chain, self.expansion)
@@ -134,6 +144,7 @@ class RetrievalStrategy(Strategy):
     def observe(self, record: MemoryRecord) -> None:
         self._history.append(record)
         self._chain.add([record])
+        self._added.append(record.id)
         self._version += 1
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
@@ -141,8 +152,8 @@ class RetrievalStrategy(Strategy):
         if k <= 0:
             return []
         now = self._now(now)
-        hits = self._ranked(query, max(k, self.candidates), where, now)
-        hits = hits[:k]
+        # copies: the memoised list is shared by the calls of one probe and stays as searched
+        hits = [_copy_hit(h) for h in self._ranked(query, max(k, self.candidates), where, now)[:k]]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
         if self.reinforce == "returned" and (query, now) != self._last_recall:
@@ -162,15 +173,11 @@ class RetrievalStrategy(Strategy):
         key = (query, n, copy.deepcopy(where), now, self._version)
         memo = self._memo
         if memo is not None and memo[0] == key:
-            return [dataclasses.replace(h) for h in memo[1]]
+            return memo[1]
         hits = self._chain.search(query, n, where=where, now=now)
         for selector in self._selectors():
             hits = selector.select(query, hits, n)
-        if not self._memoisable:
-            self._memo = None
-        else:
-            self._memo = (key, hits)
-            hits = [dataclasses.replace(h) for h in hits]
+        self._memo = (key, hits) if self._memoisable else None
         return hits
 
     def store_size(self) -> int:
@@ -215,6 +222,13 @@ class RetrievalStrategy(Strategy):
         if now is not None:
             return now
         return self._history[-1].timestamp if self._history else None
+
+
+def _copy_hit(hit: Hit) -> Hit:
+    """A shallow copy (dataclasses.replace re-runs __init__: ten times slower, per hit per probe)."""
+    out = object.__new__(type(hit))
+    out.__dict__.update(hit.__dict__)
+    return out
 
 
 def source_ids(records: list[MemoryRecord]) -> list[str]:

@@ -3,6 +3,7 @@ import pickle
 import pytest
 
 from memlab import ConfigError, strategies
+from memlab.adapters import PEER_STRATEGIES, available
 from memlab.records import MemoryRecord
 from memlab.retrieval import BM25Retriever, HybridRetriever, PseudoRelevanceFeedback
 from memlab.strategies import RetrievalStrategy, build, build_strategy, to_spec
@@ -21,6 +22,9 @@ OFFLINE_PARAMS = {"hybrid_plus": {"embedders": ["hashing"]}}
 
 @pytest.mark.parametrize("name", strategies.names())
 def test_every_registered_strategy_passes_the_check_suite(name):
+    extra = PEER_STRATEGIES.get(name)
+    if extra is not None and not available(extra):
+        pytest.skip(f"{name} needs the {extra!r} extra: pip install 'memlab[{extra}]'")
     done = check_strategy(strategies.get(name, **OFFLINE_PARAMS.get(name, {})))
     assert done[-1] == "context" and len(done) == 9
 

@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from ..base import Component, MemlabError
+from ..secrets import MASK, Secret
 from ..strategies.base import Strategy
 from .dataset import Dataset, Dialogue
 from .lifecycle import add_stale_metrics
@@ -268,6 +269,8 @@ def flat_params(component: Component) -> dict[str, Any]:
     for name, value in component.get_params(deep=True).items():
         if isinstance(value, Component):
             out[name] = type(value).__name__
+        elif isinstance(value, Secret):  # a key is never written to results
+            out[name] = MASK
         elif value is None or isinstance(value, (bool, int, float, str)):
             out[name] = value
         elif isinstance(value, (list, tuple)) and all(isinstance(v, Component) for v in value):

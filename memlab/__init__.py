@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "Tokenizer": "retrieval", "RRF": "retrieval", "WeightedSum": "retrieval",
     "Ebbinghaus": "decay", "ManualClock": "decay",
     # strategies
-    "Strategy": "strategies.base", "Context": "strategies.base",
+    "Strategy": "strategy", "Context": "strategy",
     "strategies": "strategies",
 }
 

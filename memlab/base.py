@@ -12,8 +12,10 @@ from __future__ import annotations
 import copy
 import difflib
 import inspect
-from abc import ABCMeta
-from typing import Any, Callable, Generic, Iterator, TypeVar
+import numbers
+from abc import ABCMeta, abstractmethod
+from collections.abc import Sequence
+from typing import Any, Callable, ClassVar, Generic, Iterator, TypeVar
 
 C = TypeVar("C", bound="Component")
 T = TypeVar("T")
@@ -35,12 +37,97 @@ def did_you_mean(name: str, available: list[str] | tuple[str, ...], what: str) -
     return f"unknown {what} {name!r}.{hint} Available: {listing}"
 
 
+class Param:
+    """The constraint on one parameter, declared once in a class's ``constraints``.
+
+    ``kind``: a type or tuple of types the value must be (``int`` never accepts a bool;
+    ``float`` accepts ints too); ``ge``/``gt``/``le``/``lt``: bounds; ``choices``: the
+    allowed values; ``none``: None is allowed (and stored as given). ``expected`` overrides
+    the generated description used in the error.
+    """
+
+    def __init__(self, kind: type | tuple[type, ...] | None = None, *, ge: float | None = None,
+                 gt: float | None = None, le: float | None = None, lt: float | None = None,
+                 choices: Sequence[Any] | None = None, none: bool = False, expected: str | None = None):
+        self.kind = kind
+        self.ge, self.gt, self.le, self.lt = ge, gt, le, lt
+        self.choices = tuple(choices) if choices is not None else None
+        self.none = none
+        self._expected = expected
+
+    def _kinds(self) -> tuple[type, ...]:
+        if self.kind is None:
+            return ()
+        return self.kind if isinstance(self.kind, tuple) else (self.kind,)
+
+    @property
+    def expected(self) -> str:
+        if self._expected is not None:
+            return self._expected
+        if self.choices is not None:
+            text = "one of " + ", ".join(repr(c) for c in self.choices)
+        else:
+            names = [{int: "an int", float: "a number", str: "a string", bool: "a bool"}.get(k, f"a {k.__name__}")
+                     for k in self._kinds()]
+            text = " or ".join(names) or "a value"
+            bounds = [f"{op} {b:g}" for op, b in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
+                      if b is not None]
+            if bounds:
+                text += " " + " and ".join(bounds)
+        return text + (" or None" if self.none else "")
+
+    def accepts(self, value: Any) -> bool:
+        if value is None:
+            return self.none
+        if self.choices is not None:
+            return any(value == c and type(value) is type(c) for c in self.choices)
+        kinds = self._kinds()
+        if kinds:
+            if isinstance(value, bool) and bool not in kinds:
+                return False
+            numeric = float in kinds and isinstance(value, numbers.Real)
+            if not numeric and not isinstance(value, kinds):
+                return False
+        try:
+            return ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
+                    and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
+        except TypeError:
+            return False
+
+    def check(self, owner: str, name: str, value: Any) -> None:
+        if not self.accepts(value):
+            raise ConfigError(f"{owner} parameter {name!r}: expected {self.expected}, got {value!r}")
+
+
 class Component(metaclass=ABCMeta):
     """Base for every configurable memlab object (scikit-learn style).
 
     Subclasses must store each ``__init__`` argument unchanged as ``self.<name>``
     and keep derived state in attributes whose names start with ``_``.
+
+    ``constraints`` declares, once, what each parameter accepts (``Param``); every
+    assignment of a declared parameter (in ``__init__`` and ``set_params``) is checked
+    before the value is stored, and a refused value raises ``ConfigError`` naming the
+    class, the parameter, what was expected and what was given. Subclasses add to
+    their bases' constraints.
     """
+
+    constraints: ClassVar[dict[str, Param]] = {}
+    _constraints: ClassVar[dict[str, Param]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        merged: dict[str, Param] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(klass.__dict__.get("constraints", {}))
+        cls._constraints = merged
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name[:1] != "_":
+            spec = type(self)._constraints.get(name)
+            if spec is not None:
+                spec.check(type(self).__name__, name, value)
+        object.__setattr__(self, name, value)
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -123,12 +210,24 @@ class Component(metaclass=ABCMeta):
     def _on_params_changed(self) -> None:
         """Hook for subclasses that validate or derive state from parameters."""
 
-    def clone(self: C) -> C:
-        """A fresh copy with the same configuration and none of the state."""
-        params = {}
+    def components(self) -> Iterator[Component]:
+        """Every component in this one's configuration, depth first, self excluded (a
+        parameter that is a component, or a list/tuple/dict holding components)."""
         for name in self._param_names():
-            params[name] = _clone_value(getattr(self, name))
-        return type(self)(**params)
+            yield from _components_in(getattr(self, name))
+
+    def clone(self: C, scope: str | None = None) -> C:
+        """A fresh copy with the same configuration and none of the state.
+
+        Nested components are cloned too. A ``Resource`` (data kept outside the process: a
+        SQLite file, a Chroma collection) is never shared: the copy gets its own, empty
+        namespace of the same resource, named ``scope`` (the replay passes the dialogue id)
+        or, without one, numbered per original (``clone-1``, ``clone-2``, ...).
+        """
+        return type(self)(**self._cloned_params(scope))
+
+    def _cloned_params(self, scope: str | None = None) -> dict[str, Any]:
+        return {name: _clone_value(getattr(self, name), scope) for name in self._param_names()}
 
     def __repr__(self) -> str:
         sig = inspect.signature(type(self).__init__)
@@ -153,15 +252,55 @@ def _set_nested(target: Component, sub: dict[str, Any], undo: list[Callable[[], 
     undo.append(lambda: target.set_params(**old))
 
 
-def _clone_value(value: Any) -> Any:
+def _components_in(value: Any) -> Iterator[Component]:
     if isinstance(value, Component):
-        return value.clone()
+        yield value
+        yield from value.components()
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _components_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _components_in(item)
+
+
+class Warmable(metaclass=ABCMeta):
+    """A part that can prepare for texts in bulk before they arrive one by one
+    (``Strategy.warm`` calls it; e.g. a persistent embedding cache)."""
+
+    @abstractmethod
+    def warm(self, texts: Sequence[str], queries: Sequence[str] = ()) -> int:
+        """Prepare for ``texts`` (what will be stored) and ``queries`` (what will be asked:
+        e5/bge-style embedders embed them differently); returns how many were prepared."""
+
+
+class Resource(metaclass=ABCMeta):
+    """A component whose data lives outside the process (a file, a database collection),
+    divided into namespaces. Cloning never shares that data: ``Component.clone`` calls
+    ``scoped`` for a copy bound to a namespace of its own, emptied first (it is memlab's)."""
+
+    _clones: int = 0
+
+    @abstractmethod
+    def scoped(self, scope: str) -> Resource:
+        """The same configuration bound to the namespace ``scope`` below this one's, empty."""
+
+    def clone(self, scope: str | None = None) -> Any:
+        if scope is None:
+            self._clones = self._clones + 1
+            scope = f"clone-{self._clones}"
+        return self.scoped(scope)
+
+
+def _clone_value(value: Any, scope: str | None = None) -> Any:
+    if isinstance(value, Component):
+        return value.clone(scope)
     if isinstance(value, list):
-        return [_clone_value(v) for v in value]
+        return [_clone_value(v, scope) for v in value]
     if isinstance(value, tuple):
-        return tuple(_clone_value(v) for v in value)
+        return tuple(_clone_value(v, scope) for v in value)
     if isinstance(value, dict):
-        return {k: _clone_value(v) for k, v in value.items()}
+        return {k: _clone_value(v, scope) for k, v in value.items()}
     try:
         return copy.deepcopy(value)
     except Exception:  # objects that cannot be copied (clients, locks) are shared

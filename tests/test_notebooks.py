@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 EXPECTED = ["01_quickstart.ipynb", "02_keep_rate_sweep.ipynb", "03_hybrid_vs_vector.ipynb", "04_decay.ipynb",
-            "05_layered_memory.ipynb"]
+            "05_layered_memory.ipynb", "06_peers.ipynb"]
 CELL_TIMEOUT = 240  # seconds per cell; a healthy run takes a few
 
 #: Small values for any notebook that has a parameter of this name.
@@ -43,6 +43,7 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
     "02_keep_rate_sweep.ipynb": {"keep_rates": [0.0, 0.5, 1.0], "dialogues": None},
     "03_hybrid_vs_vector.ipynb": {"context_ks": [2, 5], "locomo_context_ks": [5], "ks": [1, 5, 10],
                                   "dialogues": None},
+    "06_peers.ipynb": {"max_probes": 40, "ks": [1, 5, 10]},
     "04_decay.ipynb": {"time_units": [3600.0, 86400.0], "strength_growths": [0.0, 2.0],
                        "forget_thresholds": [0.0, 0.1]},
 }

@@ -92,11 +92,11 @@ class ChatHistoryBlock(MemoryBlock):
         """
         if window_size is not None:
             check_count(window_size, "window_size")
-        records = self.records()
-        lead = _leading_system(records)
-        if window_size is not None:
-            rest = records[lead:]
-            records = records[:lead] + rest[max(0, len(rest) - window_size):]
+        history = self._history()
+        lead = _leading_system(history)
+        start = lead if window_size is None else max(lead, len(history) - window_size)
+        # copy only what is returned: a replay asks for a short window after every turn
+        records = [_copy(r) for r in history[:lead]] + [_copy(r) for r in history[start:]]
         out: list[ContextRecord] = []
         newer = 0  # non-system messages newer than the current one
         for rec in reversed(records):

@@ -10,7 +10,7 @@ from ..base import ConfigError, MemlabError
 from ..embeddings.base import Embedder
 from ..embeddings.hashing import HashingEmbedder
 from ..records import ContextRecord, MemoryRecord
-from ..retrieval.filters import Where
+from ..filters import Where
 from ..storage.vector import NumpyVectorStore, VectorStore
 from .base import MemoryBlock, check_count, check_records
 

@@ -11,10 +11,10 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "Embedder": "base", "HashingEmbedder": "hashing",
     "SentenceTransformerEmbedder": "sentence_transformer",
-    "OpenAIEmbedder": "openai", "CachedEmbedder": "cache",
+    "OpenAIEmbedder": "openai", "CachedEmbedder": "cache", "E5Embedder": "e5",
 }
 
-__all__ = ["CachedEmbedder", "Embedder", "HashingEmbedder", "OpenAIEmbedder",
+__all__ = ["CachedEmbedder", "E5Embedder", "Embedder", "HashingEmbedder", "OpenAIEmbedder",
            "SentenceTransformerEmbedder"]
 
 

@@ -1,4 +1,10 @@
-"""The embedder interface: texts in, L2-normalised float32 vectors out."""
+"""The embedder interface: texts in, L2-normalised float32 vectors out.
+
+Some models embed a search query differently from the passages it should find (e5 and
+bge prefix them with "query: " / "passage: " or an instruction). ``embed`` is the passage
+side (what is stored); ``embed_queries`` the query side. For a symmetric embedder
+(``asymmetric`` False, the default) both are the same function.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +41,28 @@ class Embedder(Component):
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+    @property
+    def asymmetric(self) -> bool:
+        """True when ``embed_queries`` differs from ``embed`` (query/passage modes or prefixes)."""
+        return False
+
+    def _embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Raw query vectors; symmetric embedders use ``_embed``."""
+        return self._embed(texts)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Search queries as unit vectors, shape (len(texts), dim), in the model's query mode."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if not self.asymmetric:
+            return self.embed(texts)
+        vectors = np.asarray(self._embed_queries(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self.dim):
+            raise ValueError(f"{type(self).__name__} returned shape {vectors.shape}, "
+                             f"expected ({len(texts)}, {self.dim})")
+        return normalize(vectors)
 
     def identity(self) -> str:
         """A stable string naming this embedder and every parameter that changes its output.

@@ -2,7 +2,9 @@
 
 The key of a text is ``sha256(embedder.identity() + "\\0" + text)``, so changing a
 parameter that changes the vectors (model, dimensions, n_features) misses, while
-batch sizes or API keys do not. Values are the inner embedder's output as float32
+batch sizes or API keys do not. A query embedded by an asymmetric embedder (separate
+query mode, e5/bge) is keyed ``sha256(identity + "\\0query\\0" + text)``: the same text
+as query and as passage gives two vectors, and a symmetric embedder's keys do not change. Values are the inner embedder's output as float32
 bytes, returned bit for bit as the inner embedder computed them.
 """
 
@@ -13,17 +15,19 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..base import MemlabError
+from ..base import MemlabError, Warmable
+from ..storage.sqlite import connect
 from .base import Embedder
 
 _SQL_VARS = 500  # keys per SELECT ... IN (...), below SQLite's variable limit
 
 
-class CachedEmbedder(Embedder):
+class CachedEmbedder(Embedder, Warmable):
     """Embeds only texts it has not seen; the rest come from the cache.
 
     ``path=None`` keeps the cache in memory; a file path keeps it across processes.
@@ -32,6 +36,26 @@ class CachedEmbedder(Embedder):
     the number of texts sent to the inner embedder, ``hits`` the number of requested
     texts answered without it (``hits + misses`` = texts requested).
     """
+
+    #: Texts per call to the inner embedder when warming.
+    WARM_BATCH = 256
+
+    def warm(self, texts: Sequence[str], queries: Sequence[str] = ()) -> int:
+        """Embed ``texts`` as passages and ``queries`` in query mode, in batches of
+        ``WARM_BATCH``, into a cache kept in a file, so that every clone (per dialogue, sweep
+        point, worker) reads them back instead of embedding one text per call. Each text is
+        embedded only in the mode it is used in (for a symmetric embedder, a query that is
+        also a passage is one vector). A cache in memory is left alone (clones would not
+        share it): 0. Returns the distinct texts warmed."""
+        if self.path is None:
+            return 0
+        done = 0
+        for batch_texts, query in ((texts, False), (queries, True)):
+            batch_texts = list(dict.fromkeys(batch_texts))
+            for start in range(0, len(batch_texts), self.WARM_BATCH):
+                self._cached(batch_texts[start:start + self.WARM_BATCH], query=query)
+            done += len(batch_texts)
+        return done
 
     def __init__(self, embedder: Embedder, path: str | os.PathLike[str] | None = None):
         self.embedder = embedder
@@ -52,7 +76,7 @@ class CachedEmbedder(Embedder):
         if target != ":memory:":
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(target, check_same_thread=False)
+        self._conn = connect(target)
         with self._conn:
             self._conn.execute("CREATE TABLE IF NOT EXISTS embeddings "
                                "(key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
@@ -100,20 +124,32 @@ class CachedEmbedder(Embedder):
             raise MemlabError(f"CachedEmbedder({str(self.path)!r}) is closed")
         return self._conn
 
-    def key(self, text: str) -> str:
-        return hashlib.sha256((self.identity() + "\0" + text).encode("utf-8")).hexdigest()
+    @property
+    def asymmetric(self) -> bool:
+        return self.embedder.asymmetric
+
+    def key(self, text: str, query: bool = False) -> str:
+        """The cache key of ``text`` as a passage, or as a query (``query=True``)."""
+        mode = "\0query" if query and self.embedder.asymmetric else ""
+        return hashlib.sha256((self.identity() + mode + "\0" + text).encode("utf-8")).hexdigest()
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        texts = list(texts)
+        return self._cached(list(texts), query=False)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._cached(list(texts), query=True)
+
+    def _cached(self, texts: list[str], query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        keys = [self.key(t) for t in texts]
+        keys = [self.key(t, query) for t in texts]
         text_of = dict(zip(keys, texts))
         unique = list(dict.fromkeys(keys))
         found = self._lookup(unique)
         missing = [k for k in unique if k not in found]
         if missing:
-            vectors = np.asarray(self.embedder.embed([text_of[k] for k in missing]), dtype="<f4")
+            inner = self.embedder.embed_queries if query else self.embedder.embed
+            vectors = np.asarray(inner([text_of[k] for k in missing]), dtype="<f4")
             found.update(zip(missing, vectors))
             with self._lock, self._db() as conn:
                 conn.executemany("INSERT OR REPLACE INTO embeddings (key, vector) VALUES (?, ?)",

@@ -61,17 +61,43 @@ def _load(model_name: str, device: str) -> Any:
                           f"device {device!r}: {type(exc).__name__}: {exc}") from exc
 
 
+BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+
+def default_prefixes(model_name: str) -> tuple[str, str]:
+    """(query prefix, passage prefix) a model family was trained with; ("", "") if none known.
+
+    e5 models (a name with "e5" between hyphens, e.g. intfloat/multilingual-e5-small): "query: " and
+    "passage: ". English bge models (a name containing "bge-" and "-en", e.g.
+    BAAI/bge-small-en-v1.5): the retrieval instruction for queries, nothing for passages.
+    """
+    name = model_name.lower().rsplit("/", 1)[-1]
+    if "e5" in name.split("-"):
+        return "query: ", "passage: "
+    if name.startswith("bge-") and "-en" in name:
+        return BGE_QUERY_INSTRUCTION, ""
+    return "", ""
+
+
 class SentenceTransformerEmbedder(Embedder):
     """Embeddings from ``model_name`` (default all-MiniLM-L6-v2, 384-d), computed in batches.
 
+    ``model_name`` is a sentence-transformers name or a local folder. Passages are embedded
+    as ``passage_prefix + text``, queries as ``query_prefix + text``; None (the default)
+    takes the prefixes the model family was trained with (``default_prefixes``: "query: " /
+    "passage: " for e5, the retrieval instruction for English bge, none otherwise).
     ``device`` and ``batch_size`` do not change the vectors beyond float rounding, so they
-    are left out of ``identity()`` (and therefore out of embedding-cache keys).
+    are left out of ``identity()`` (and therefore out of embedding-cache keys); prefixes
+    are in it when not empty.
     """
 
-    def __init__(self, model_name: str = MINILM, device: str = "cpu", batch_size: int = 64):
+    def __init__(self, model_name: str = MINILM, device: str = "cpu", batch_size: int = 64,
+                 query_prefix: str | None = None, passage_prefix: str | None = None):
         self.model_name = model_name
         self.device = device
         self.batch_size = batch_size
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
@@ -79,7 +105,23 @@ class SentenceTransformerEmbedder(Embedder):
             raise MemlabError(f"model_name must be a non-empty string, got {self.model_name!r}")
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise MemlabError(f"batch_size must be a positive int, got {self.batch_size!r}")
+        for name in ("query_prefix", "passage_prefix"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise MemlabError(f"{name} must be None or a string, got {value!r}")
+        query, passage = default_prefixes(self.model_name)
+        self._query_prefix = query if self.query_prefix is None else self.query_prefix
+        self._passage_prefix = passage if self.passage_prefix is None else self.passage_prefix
         self._model: Any = None
+
+    @property
+    def prefixes(self) -> tuple[str, str]:
+        """The (query, passage) prefixes in use."""
+        return self._query_prefix, self._passage_prefix
+
+    @property
+    def asymmetric(self) -> bool:
+        return self._query_prefix != self._passage_prefix
 
     @property
     def model(self) -> Any:
@@ -97,10 +139,23 @@ class SentenceTransformerEmbedder(Embedder):
             self.model.get_sentence_embedding_dimension
         return int(get_dim())
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _encode(self, texts: list[str], prefix: str) -> np.ndarray:
+        if prefix:
+            texts = [prefix + t for t in texts]
         return self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
                                  normalize_embeddings=False, show_progress_bar=False)
 
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, self._passage_prefix)
+
+    def _embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, self._query_prefix)
+
     def identity(self) -> str:
-        return "SentenceTransformerEmbedder:" + json.dumps(
-            {"model_name": canonical_model_name(self.model_name)}, sort_keys=True)
+        params: dict[str, str] = {"model_name": canonical_model_name(self.model_name)}
+        # only when set, so the keys of prefix-free models (MiniLM) stay what they were
+        if self._query_prefix:
+            params["query_prefix"] = self._query_prefix
+        if self._passage_prefix:
+            params["passage_prefix"] = self._passage_prefix
+        return "SentenceTransformerEmbedder:" + json.dumps(params, sort_keys=True)

@@ -1,19 +1,22 @@
-"""Paired comparison of two strategies on a per-probe metric.
+"""Paired comparison of strategies on a per-probe metric, clustered by dialogue.
 
 Probes are paired on (``dialogue_id``, ``probe_id``); a pair where either value is NaN
-(an unscored probe) is left out. With d_i = a_i - b_i over the n pairs:
+(an unscored probe) is left out. With d = a - b over the n pairs:
 
 - ``diff`` = mean(d); ``mean_a``/``mean_b`` = means over the same pairs;
-- bootstrap CI: percentile interval of mean(d*) over ``n_resamples`` resamples of the pairs
-  drawn with replacement (``numpy.random.default_rng(seed)``);
-- permutation p-value (two-sided, sign-flip): p = share of sign vectors s in {-1, +1}^n with
-  |mean(s * d)| >= |mean(d)|. For n <= ``exact_max_n`` all 2^n vectors are enumerated
-  (exact); above, p = (1 + hits) / (1 + n_resamples) over random sign vectors;
+- ``ci_low``/``ci_high``: cluster-bootstrap percentile interval of mean(d), resampling
+  dialogues (``memlab.eval.stats``; ``cluster=None`` makes every probe its own cluster);
+- ``p_value``: two-sided sign-flip test flipping whole dialogues (exact up to 16
+  dialogues, seeded Monte Carlo above);
+- ``n_probes``, ``n_dialogues``: pairs and dialogues compared;
 - wins / ties / losses: pairs with a_i > b_i, a_i == b_i, a_i < b_i.
+
+``pairwise`` compares every pair of several strategies and adds Holm-adjusted p-values.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -22,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from ..base import MemlabError
+from . import stats
 
 KEYS = ("dialogue_id", "probe_id")
-#: Resamples drawn per block, to bound memory; fixed so results do not depend on n.
-_BLOCK = 512
+CLUSTER = "dialogue_id"
 
 
 @dataclass
@@ -35,7 +38,8 @@ class Comparison:
     metric: str
     a: str
     b: str
-    n: int
+    n_probes: int
+    n_dialogues: int
     mean_a: float
     mean_b: float
     diff: float
@@ -47,9 +51,9 @@ class Comparison:
     losses: int
 
 
-def paired_values(df: pd.DataFrame, a: str, b: str, metric: str, strategy_col: str = "strategy",
-                  keys: Sequence[str] = KEYS) -> tuple[np.ndarray, np.ndarray]:
-    """Aligned arrays (a_i, b_i) of ``metric`` for probes both strategies scored, in key order."""
+def paired_frame(df: pd.DataFrame, a: str, b: str, metric: str, strategy_col: str = "strategy",
+                 keys: Sequence[str] = KEYS) -> pd.DataFrame:
+    """The probes both strategies scored, in key order: the key columns plus ``a`` and ``b`` values."""
     keys = list(keys)
     for col in [strategy_col, metric, *keys]:
         if col not in df.columns:
@@ -68,83 +72,65 @@ def paired_values(df: pd.DataFrame, a: str, b: str, metric: str, strategy_col: s
                               f"filter to one configuration first (e.g. one parameter value)")
         sides.append(part.rename(columns={metric: f"_{len(sides)}"}))
     joined = sides[0].merge(sides[1], on=keys, how="inner").sort_values(keys, kind="stable")
-    va = pd.to_numeric(joined["_0"], errors="coerce").to_numpy(dtype=float)
-    vb = pd.to_numeric(joined["_1"], errors="coerce").to_numpy(dtype=float)
-    keep = ~(np.isnan(va) | np.isnan(vb))
-    return va[keep], vb[keep]
+    joined["_0"] = pd.to_numeric(joined["_0"], errors="coerce").astype(float)
+    joined["_1"] = pd.to_numeric(joined["_1"], errors="coerce").astype(float)
+    joined = joined[joined["_0"].notna() & joined["_1"].notna()]
+    return joined.rename(columns={"_0": "a", "_1": "b"}).reset_index(drop=True)
+
+
+def paired_values(df: pd.DataFrame, a: str, b: str, metric: str, strategy_col: str = "strategy",
+                  keys: Sequence[str] = KEYS) -> tuple[np.ndarray, np.ndarray]:
+    """Aligned arrays (a_i, b_i) of ``metric`` for probes both strategies scored, in key order."""
+    joined = paired_frame(df, a, b, metric, strategy_col, keys)
+    return joined["a"].to_numpy(dtype=float), joined["b"].to_numpy(dtype=float)
 
 
 def bootstrap_ci(diffs: Sequence[float], n_resamples: int = 10_000, confidence: float = 0.95,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``diffs``; (nan, nan) when empty."""
+                 seed: int = 0, clusters: Sequence[object] | None = None) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``diffs``, resampling ``clusters`` (each
+    value its own cluster when None); (nan, nan) when empty."""
     d = np.asarray(diffs, dtype=float)
-    _check(n_resamples, confidence)
-    if d.size == 0:
-        return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)
-    for start in range(0, n_resamples, _BLOCK):
-        stop = min(start + _BLOCK, n_resamples)
-        idx = rng.integers(0, d.size, size=(stop - start, d.size))
-        means[start:stop] = d[idx].mean(axis=1)
-    alpha = 1.0 - confidence
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return float(low), float(high)
+    labels = list(range(d.size)) if clusters is None else list(clusters)
+    return stats.cluster_bootstrap_ci(d, labels, n_resamples, confidence, seed)
 
 
 def permutation_test(diffs: Sequence[float], n_resamples: int = 10_000, seed: int = 0,
-                     exact_max_n: int = 16) -> float:
-    """Two-sided paired sign-flip p-value of mean(diffs) = 0 (see the module docstring)."""
+                     exact_max_n: int = 16, clusters: Sequence[object] | None = None) -> float:
+    """Two-sided paired sign-flip p-value of mean(diffs) = 0, flipping whole ``clusters``
+    (each value alone when None); exact up to ``exact_max_n`` clusters."""
     d = np.asarray(diffs, dtype=float)
-    _check(n_resamples, 0.5)
-    if d.size == 0:
-        return math.nan
-    observed = abs(d.mean())
-    # Means equal up to rounding must count as "as extreme": compare with a tolerance.
-    tol = 1e-12 * max(1.0, float(np.abs(d).max()))
-    if d.size <= exact_max_n:
-        bits = (np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1
-        signs = 1.0 - 2.0 * bits  # row j: the j-th of all 2^n sign vectors
-        return float(np.mean(np.abs(signs @ d / d.size) >= observed - tol))
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for start in range(0, n_resamples, _BLOCK):
-        size = min(_BLOCK, n_resamples - start)
-        signs = rng.choice(np.array([1.0, -1.0]), size=(size, d.size))
-        hits += int(np.sum(np.abs(signs @ d / d.size) >= observed - tol))
-    return (1 + hits) / (1 + n_resamples)
-
-
-def _check(n_resamples: int, confidence: float) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise MemlabError(f"n_resamples must be a positive int, got {n_resamples!r}")
-    if not 0 < confidence < 1:
-        raise MemlabError(f"confidence must be in (0, 1), got {confidence!r}")
+    labels = [f"{i:09d}" for i in range(d.size)] if clusters is None else list(clusters)
+    return stats.sign_flip_p_value(d, labels, n_resamples, seed, exact_max_n)
 
 
 def compare_pair(df: pd.DataFrame, a: str, b: str, metric: str, strategy_col: str = "strategy",
                  n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
-                 exact_max_n: int = 16, keys: Sequence[str] = KEYS) -> Comparison:
+                 exact_max_n: int = 16, keys: Sequence[str] = KEYS,
+                 cluster: str | None = CLUSTER) -> Comparison:
     """Compare strategies ``a`` and ``b`` on ``metric`` (see the module docstring)."""
-    va, vb = paired_values(df, a, b, metric, strategy_col, keys)
+    joined = paired_frame(df, a, b, metric, strategy_col, keys)
+    va, vb = joined["a"].to_numpy(dtype=float), joined["b"].to_numpy(dtype=float)
     d = va - vb
     n = int(d.size)
-    low, high = bootstrap_ci(d, n_resamples, confidence, seed)
+    if cluster is not None and cluster not in joined.columns:
+        raise MemlabError(f"compare: cluster column {cluster!r} must be one of the keys {list(keys)}")
+    clusters = joined[cluster].astype(str).tolist() if cluster is not None else None
+    low, high = bootstrap_ci(d, n_resamples, confidence, seed, clusters)
     return Comparison(
-        metric=metric, a=a, b=b, n=n,
+        metric=metric, a=a, b=b, n_probes=n, n_dialogues=len(set(clusters)) if clusters is not None else n,
         mean_a=float(va.mean()) if n else math.nan, mean_b=float(vb.mean()) if n else math.nan,
         diff=float(d.mean()) if n else math.nan, ci_low=low, ci_high=high,
-        p_value=permutation_test(d, n_resamples, seed, exact_max_n),
+        p_value=permutation_test(d, n_resamples, seed, exact_max_n, clusters),
         wins=int(np.sum(va > vb)), ties=int(np.sum(va == vb)), losses=int(np.sum(va < vb)))
 
 
 def compare(df: pd.DataFrame, a: str, b: str, metric: str | Sequence[str], strategy_col: str = "strategy",
             by: str | Sequence[str] | None = None, n_resamples: int = 10_000, confidence: float = 0.95,
-            seed: int = 0, exact_max_n: int = 16) -> pd.DataFrame:
+            seed: int = 0, exact_max_n: int = 16, cluster: str | None = CLUSTER) -> pd.DataFrame:
     """One row per metric (and per ``by`` group, e.g. category) comparing ``a`` with ``b``.
 
-    Columns: [by...], metric, a, b, n, mean_a, mean_b, diff, ci_low, ci_high, p_value,
-    wins, ties, losses.
+    Columns: [by...], metric, a, b, n_probes, n_dialogues, mean_a, mean_b, diff, ci_low,
+    ci_high, p_value, wins, ties, losses.
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
     groups: list[tuple[dict[str, object], pd.DataFrame]]
@@ -161,10 +147,24 @@ def compare(df: pd.DataFrame, a: str, b: str, metric: str | Sequence[str], strat
     rows = []
     for labels, part in groups:
         for m in metrics:
-            result = compare_pair(part, a, b, m, strategy_col, n_resamples, confidence, seed, exact_max_n)
+            result = compare_pair(part, a, b, m, strategy_col, n_resamples, confidence, seed, exact_max_n,
+                                  cluster=cluster)
             rows.append({**labels, **asdict(result)})
     columns = by_cols + list(Comparison.__dataclass_fields__)
     return pd.DataFrame(rows, columns=columns)
+
+
+def pairwise(df: pd.DataFrame, metric: str, strategies: Sequence[str] | None = None,
+             strategy_col: str = "strategy", n_resamples: int = 10_000, confidence: float = 0.95,
+             seed: int = 0, cluster: str | None = CLUSTER) -> pd.DataFrame:
+    """Every pair of ``strategies`` (default: all, sorted) compared on ``metric``, with
+    ``p_holm``: the p-values Holm-adjusted over the pairs (``memlab.eval.stats.holm``)."""
+    names = sorted(df[strategy_col].dropna().astype(str).unique()) if strategies is None else list(strategies)
+    rows = [asdict(compare_pair(df, a, b, metric, strategy_col, n_resamples, confidence, seed, cluster=cluster))
+            for a, b in itertools.combinations(names, 2)]
+    out = pd.DataFrame(rows, columns=list(Comparison.__dataclass_fields__))
+    out.insert(out.columns.get_loc("p_value") + 1, "p_holm", stats.holm(out["p_value"].tolist()))
+    return out
 
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".3f", index: bool = False) -> str:

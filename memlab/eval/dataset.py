@@ -15,7 +15,7 @@ import datetime as _dt
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from ..base import MemlabError
@@ -104,43 +104,81 @@ class Dialogue:
 
     def turns(self) -> list[Turn]:
         """All turns, in replay order (sessions in order, turns in order)."""
-        return [t for s in self.sessions for t in s.turns]
+        return list(self._index()[0])
 
     @property
     def n_turns(self) -> int:
         return sum(len(s.turns) for s in self.sessions)
 
+    def _index(self) -> tuple[list[Turn], dict[str, int]]:
+        """(turns in replay order, turn id -> position), built once and reused.
+
+        A replay asks for a probe's position and time at every probe; rebuilding the
+        list and the dict each time made a replay quadratic. The cache is keyed by the
+        session and turn-list objects and their lengths (O(sessions) to check), so adding,
+        removing or replacing sessions or turns rebuilds it; positions are also checked
+        against the turn found there before they are used.
+        """
+        sessions = self.sessions
+        cached = self.__dict__.get("_index_cache")
+        if cached is not None:
+            key = cached[0]  # (session, its turn list, its length); holding them keeps ids unique
+            if len(key) != len(sessions) or not all(
+                    k[0] is s and k[1] is s.turns and k[2] == len(s.turns) for k, s in zip(key, sessions)):
+                cached = None
+        if cached is None:
+            turns = [t for s in sessions for t in s.turns]
+            cached = ([(s, s.turns, len(s.turns)) for s in sessions], turns,
+                      {t.id: i for i, t in enumerate(turns)})
+            self.__dict__["_index_cache"] = cached
+        return cached[1], cached[2]
+
+    def __getstate__(self) -> dict[str, Any]:
+        # copies and pickles (joblib workers) carry the data, not the cache
+        state = dict(self.__dict__)
+        state.pop("_index_cache", None)
+        return state
+
+    def _position_of(self, turn_id: str) -> int | None:
+        turns, positions = self._index()
+        n = positions.get(turn_id)
+        if n is None or turns[n].id != turn_id:  # a miss, or ids changed in place: look again
+            self.__dict__.pop("_index_cache", None)
+            turns, positions = self._index()
+            n = positions.get(turn_id)
+        return n
+
     def turn_positions(self) -> dict[str, int]:
         """Turn id -> 0-based position in replay order."""
-        return {t.id: i for i, t in enumerate(self.turns())}
+        return {t.id: i for i, t in enumerate(self._index()[0])}
 
     def turn(self, turn_id: str) -> Turn:
-        for t in self.turns():
-            if t.id == turn_id:
-                return t
-        raise DatasetError(f"dialogue {self.id!r} has no turn {turn_id!r}")
+        n = self._position_of(turn_id)
+        if n is None:
+            raise DatasetError(f"dialogue {self.id!r} has no turn {turn_id!r}")
+        return self._index()[0][n]
 
     def to_records(self) -> list[MemoryRecord]:
         """One MemoryRecord per turn, in replay order (see ``Turn.to_record``)."""
-        return [t.to_record(self.id) for t in self.turns()]
+        return [t.to_record(self.id) for t in self._index()[0]]
 
     def probe_position(self, probe: Probe) -> int:
         """Number of turns observed when ``probe`` is asked (all turns if ``after_turn`` is None)."""
         if probe.after_turn is None:
             return self.n_turns
-        positions = self.turn_positions()
-        if probe.after_turn not in positions:
+        n = self._position_of(probe.after_turn)
+        if n is None:
             raise DatasetError(f"dialogue {self.id!r}, probe {probe.id!r}: "
                                f"after_turn {probe.after_turn!r} is not a turn of the dialogue")
-        return positions[probe.after_turn] + 1
+        return n + 1
 
     def probe_time(self, probe: Probe) -> float:
         """When ``probe`` is asked: its own timestamp, else the time of the turn it follows."""
         if probe.timestamp is not None:
             return probe.timestamp
-        turns = self.turns()
         n = self.probe_position(probe)
-        return turns[n - 1].timestamp if n > 0 else (self.sessions[0].timestamp if self.sessions else 0.0)
+        return self._index()[0][n - 1].timestamp if n > 0 else (
+            self.sessions[0].timestamp if self.sessions else 0.0)
 
     def timeline(self) -> list[tuple[Literal["turn", "probe"], Turn | Probe]]:
         """Replay order: ``("turn", t)`` and ``("probe", p)`` events.
@@ -153,7 +191,7 @@ class Dialogue:
             by_position.setdefault(self.probe_position(p), []).append(p)
         events: list[tuple[Literal["turn", "probe"], Turn | Probe]] = []
         events.extend(("probe", p) for p in by_position.get(0, []))
-        for i, t in enumerate(self.turns(), start=1):
+        for i, t in enumerate(self._index()[0], start=1):
             events.append(("turn", t))
             events.extend(("probe", p) for p in by_position.get(i, []))
         return events
@@ -236,9 +274,9 @@ class Dataset:
         Canonical = ``json.dumps`` of the dataclass fields with sorted keys, no spaces,
         ``ensure_ascii=False``, UTF-8; timestamps as floats. Same content -> same hash.
         """
-        payload = [asdict(d) for d in self.dialogues]
+        payload = [_fields(d) for d in self.dialogues]
         text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                          allow_nan=False)
+                          allow_nan=True)  # NaN in free-form metadata is valid data
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def categories(self) -> list[str]:
@@ -280,6 +318,17 @@ class Dataset:
     def __repr__(self) -> str:
         return (f"Dataset(name={self.name!r}, dialogues={len(self.dialogues)}, "
                 f"turns={self.n_turns}, probes={self.n_probes}, hash={self.hash[:12]})")
+
+
+def _fields(value: Any) -> Any:
+    """What ``dataclasses.asdict`` gives for JSON, without its deep copy of every leaf (5x faster)."""
+    if hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
+        return {f.name: _fields(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_fields(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _fields(v) for k, v in value.items()}
+    return value
 
 
 def format_time(ts: float) -> str:

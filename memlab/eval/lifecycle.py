@@ -130,7 +130,7 @@ def lifecycle_trace(strategy: Strategy, dataset: Dataset | Sequence[Dialogue], l
     if not isinstance(strategy, Strategy):
         raise MemlabError(f"lifecycle_trace needs a memlab Strategy, got {type(strategy).__name__}")
     dialogues = dataset.dialogues if isinstance(dataset, Dataset) else list(dataset)
-    rows = [row for d in dialogues for row in trace_dialogue(strategy.clone(), d, ask_probes)]
+    rows = [row for d in dialogues for row in trace_dialogue(strategy.clone(scope=d.id), d, ask_probes)]
     frame = pd.DataFrame(rows, columns=TRACE_COLUMNS)
     frame.insert(0, "strategy", label if label is not None else repr(strategy))
     return frame

@@ -267,8 +267,9 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
                                   f"columns: {', '.join(map(str, rows.columns))}")
     names = ["n_gold"]
     if "retrieval" in views:
-        names += [f"{m}@{k}" for m in RETRIEVAL_METRICS for k in ks]
+        # token-matched metrics first: they are the ones that compare across strategies
         names += [f"{m}@{b}tok" for b in budgets for m in BUDGET_METRICS]
+        names += [f"{m}@{k}" for m in RETRIEVAL_METRICS for k in ks]
     if "context" in views:
         names += list(CONTEXT_METRICS)
     has_sources = "retrieved_source_ids" in rows.columns
@@ -306,7 +307,9 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
 
 
 def summarize(df: pd.DataFrame, by: Sequence[str] | str = ("strategy",), metrics: Sequence[str] | None = None,
-              per_category: bool = False, category_col: str = "category") -> pd.DataFrame:
+              per_category: bool = False, category_col: str = "category", ci: bool = False,
+              cluster: str = "dialogue_id", n_resamples: int = 2000, confidence: float = 0.95,
+              seed: int = 0) -> pd.DataFrame:
     """Mean of each metric per group (NaN -- unscored probes -- excluded), one row per group.
 
     Columns: the ``by`` columns, [``category_col``], ``n_probes`` (rows in the group),
@@ -314,9 +317,14 @@ def summarize(df: pd.DataFrame, by: Sequence[str] | str = ("strategy",), metrics
     present in ``df``). ``metrics`` defaults to every metric column. With ``per_category``
     each group gets one row per category and one with category "all" (listed first).
     Groups are sorted by their keys.
+
+    With ``ci``, ``n_dialogues`` follows ``n_scored`` and each mean ``m`` is followed by
+    ``m_ci_low`` and ``m_ci_high``: the cluster-bootstrap percentile interval resampling the
+    ``cluster`` column (dialogues; ``memlab.eval.stats``), seeded, so reproducible.
     """
     by = [by] if isinstance(by, str) else list(by)
-    missing = [c for c in by + ([category_col] if per_category else []) if c not in df.columns]
+    missing = [c for c in by + ([category_col] if per_category else []) + ([cluster] if ci else [])
+               if c not in df.columns]
     if missing:
         raise MemlabError(f"summarize: no column(s) {missing}; columns: {', '.join(map(str, df.columns))}")
     if metrics is None:
@@ -330,11 +338,12 @@ def summarize(df: pd.DataFrame, by: Sequence[str] | str = ("strategy",), metrics
     if "n_gold" not in frame.columns:
         frame["n_gold"] = [len(_as_list(g, "gold", i)) for i, g in enumerate(frame["gold"])] \
             if "gold" in frame.columns else 1
-    parts = [_aggregate(frame, by, metrics)]
+    options = dict(cluster=cluster, n_resamples=n_resamples, confidence=confidence, seed=seed) if ci else None
+    parts = [_aggregate(frame, by, metrics, options)]
     if per_category:
         parts[0].insert(len(by), category_col, "all")
         cats = frame.assign(**{category_col: frame[category_col].fillna("(none)").astype(str)})
-        parts.append(_aggregate(cats, by + [category_col], metrics))
+        parts.append(_aggregate(cats, by + [category_col], metrics, options))
         result = pd.concat(parts, ignore_index=True)
         order = result[category_col].map(lambda c: (c != "all", c))
         result = result.assign(_order=order)
@@ -343,7 +352,8 @@ def summarize(df: pd.DataFrame, by: Sequence[str] | str = ("strategy",), metrics
     return parts[0]
 
 
-def _aggregate(df: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
+def _aggregate(df: pd.DataFrame, keys: list[str], metrics: list[str],
+               ci: dict[str, Any] | None = None) -> pd.DataFrame:
     values = df[metrics].apply(pd.to_numeric, errors="coerce").astype(float)
     work = pd.concat([df[keys], values, (df["n_gold"] > 0).rename("_scored")], axis=1)
     if keys:
@@ -352,7 +362,31 @@ def _aggregate(df: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.Data
         counts = grouped.size().rename("n_probes")
         scored = grouped["_scored"].sum().astype(int).rename("n_scored")
         out = pd.concat([counts, scored, means], axis=1).reset_index()
+        numbers = grouped.ngroup().to_numpy()  # with sort=True: the row order of ``out``
+        groups = [np.flatnonzero(numbers == i) for i in range(len(out))]
     else:
         out = pd.DataFrame([{"n_probes": len(work), "n_scored": int(work["_scored"].sum()),
                              **values.mean().to_dict()}])
-    return out
+        groups = [np.arange(len(work))]
+    if not ci:
+        return out
+    from .stats import cluster_bootstrap_ci
+
+    clusters = df[ci["cluster"]].astype(str).to_numpy()
+    matrix = values.to_numpy(dtype=float)
+    lows, highs, n_dialogues = [], [], []
+    for idx in groups:
+        bounds = cluster_bootstrap_ci(matrix[idx], clusters[idx], ci["n_resamples"], ci["confidence"],
+                                      ci["seed"])
+        lows.append(bounds[:, 0])
+        highs.append(bounds[:, 1])
+        n_dialogues.append(len(set(clusters[idx])))
+    out.insert(out.columns.get_loc("n_scored") + 1, "n_dialogues", n_dialogues)
+    columns = [c for c in out.columns if c not in metrics]
+    data = {c: out[c] for c in columns}
+    for j, m in enumerate(metrics):
+        columns += [m, f"{m}_ci_low", f"{m}_ci_high"]
+        data[m] = out[m]
+        data[f"{m}_ci_low"] = [low[j] for low in lows]
+        data[f"{m}_ci_high"] = [high[j] for high in highs]
+    return pd.DataFrame(data, columns=columns)

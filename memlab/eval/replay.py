@@ -1,6 +1,7 @@
 """Replay dialogues into a strategy and record what it recalls at each probe.
 
-For every dialogue the strategy is reset (a fresh clone), its turns are fed in order
+For every dialogue the strategy is reset (a fresh clone; a persistent store gets a namespace
+named after the dialogue id), its turns are fed in order
 with their dialogue timestamps, and each probe is asked at its position, at the time of
 the turn it follows. One row per probe records:
 
@@ -34,6 +35,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from ..base import Component, MemlabError
+from ..secrets import MASK, Secret
 from ..strategies.base import Strategy
 from .dataset import Dataset, Dialogue
 from .lifecycle import add_stale_metrics
@@ -145,7 +147,8 @@ def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], p
 def _replay_one(strategy: Strategy, dialogue: Dialogue, k_max: int, answerer: Any = None,
                 judge: Any = None, budget: int = 0, on_probe: Callable[[], None] | None = None
                 ) -> list[dict[str, Any]]:
-    return replay_dialogue(strategy.clone(), dialogue, k_max, answerer, judge, budget, on_probe)
+    # a strategy over a persistent store writes each dialogue to its own namespace (its id)
+    return replay_dialogue(strategy.clone(scope=dialogue.id), dialogue, k_max, answerer, judge, budget, on_probe)
 
 
 def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> Any:
@@ -223,34 +226,26 @@ def _check_budget(b: Any) -> int:
 
 def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int = 256,
                           progress: bool = False) -> int:
-    """Embed every turn and query of ``dataset`` in batches into the strategy's persistent caches.
-
-    A replay feeds turns one at a time, so a model embeds one text per call; filling the
-    ``CachedEmbedder`` files first turns that into a few batched calls, and every clone
-    (per dialogue, per sweep point, per worker) then reads the vectors back. Caches kept
-    in memory are left alone: clones would not share them. Returns the texts embedded.
-    """
-    from ..embeddings.cache import CachedEmbedder
-
-    caches = [v for v in strategy.get_params(deep=True).values()
-              if isinstance(v, CachedEmbedder) and v.path is not None]
-    if not caches:
-        return 0
-    texts = list(dict.fromkeys(
-        [t.retrieval_text for d in dataset.dialogues for t in d.turns()] +
-        [p.query for d in dataset.dialogues for p in d.probes]))
-    bar = progress_bar(len(texts) * len(caches), "embedding cache", "text", progress)
+    """``strategy.warm`` with every turn text and, as queries, every question of ``dataset``
+    (distinct, in order, ``batch_size`` at a time): a replay feeds turns one at a time, so a strategy may prepare
+    in bulk first (a ``CachedEmbedder`` with a file embeds in batches, and every clone, per
+    dialogue, sweep point or worker, reads the vectors back). Returns the texts prepared."""
+    texts = list(dict.fromkeys(t.retrieval_text for d in dataset.dialogues for t in d.turns()))
+    queries = list(dict.fromkeys(p.query for d in dataset.dialogues for p in d.probes))
+    bar = progress_bar(len(texts) + len(queries), "warming", "text", progress)
+    done = 0
     try:
-        for cache in caches:
-            for start in range(0, len(texts), batch_size):
-                batch = texts[start:start + batch_size]
-                cache.embed(batch)
+        # turns as stored texts, questions as queries (e5/bge-style models embed them differently)
+        for items, as_query in ((texts, False), (queries, True)):
+            for start in range(0, len(items), batch_size):
+                batch = items[start:start + batch_size]
+                done += strategy.warm([], batch) if as_query else strategy.warm(batch)
                 if bar is not None:
                     bar.update(len(batch))
     finally:
         if bar is not None:
             bar.close()
-    return len(texts)
+    return done
 
 
 _ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "stale_evidence",
@@ -274,6 +269,8 @@ def flat_params(component: Component) -> dict[str, Any]:
     for name, value in component.get_params(deep=True).items():
         if isinstance(value, Component):
             out[name] = type(value).__name__
+        elif isinstance(value, Secret):  # a key is never written to results
+            out[name] = MASK
         elif value is None or isinstance(value, (bool, int, float, str)):
             out[name] = value
         elif isinstance(value, (list, tuple)) and all(isinstance(v, Component) for v in value):

@@ -117,6 +117,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise MemlabError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise MemlabError(f"{path}: not UTF-8: byte 0x{exc.object[exc.start]:02x} at byte offset "
+                          f"{exc.start}; save the file as UTF-8") from None
 
 
 _TOP_KEYS = {"imports", "dataset", "strategy", "strategies", "grid", "run", "plots", "name"}
@@ -161,6 +164,8 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     grid = config.get("grid")
     if grid is not None:
         _need_table(grid, "[grid]", where)
+    plots = config.get("plots", [])
+    _check_plots(plots, where)  # before the run: a bad plot section must not cost a sweep
     frames = []
     for spec in specs:
         label = str(spec.get("label") or spec.get("name") or spec.get("class"))
@@ -171,11 +176,11 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
             raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
     results = pd.concat(frames, ignore_index=True)
     by = ["strategy"]
-    summary = summarize(results, by=by)
+    summary = summarize(results, by=by, ci=True)  # 95% cluster-bootstrap CIs, seeded
     result = SweepResult(results=results, summary=summary, output=None)
     if out is not None:
         result.output = write_outputs(result, Path(out) if Path(out).is_absolute() else base_dir / out,
-                                      config.get("plots", []), where)
+                                      plots, where)
     return result
 
 
@@ -207,6 +212,18 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
     return out
 
 
+PLOT_KINDS = ("metric_vs_param", "pareto", "by_category", "metric_at_k")
+
+
+def _check_plots(plots: Any, where: str) -> None:
+    if not isinstance(plots, list) or not all(isinstance(p, Mapping) for p in plots):
+        raise ConfigError(f"{where}: plots must be [[plots]] tables, got {plots!r}")
+    for n, plot in enumerate(plots):
+        if plot.get("kind") not in PLOT_KINDS:
+            raise ConfigError(f"{where}: plots[{n}]: kind must be one of {', '.join(PLOT_KINDS)}, "
+                              f"got {plot.get('kind')!r}")
+
+
 def make_plot(results: pd.DataFrame, plot: Mapping[str, Any], where: str = "plot"):
     from . import plots as P
 
@@ -214,7 +231,7 @@ def make_plot(results: pd.DataFrame, plot: Mapping[str, Any], where: str = "plot
              "by_category": P.plot_by_category, "metric_at_k": P.plot_metric_at_k}
     kind = plot.get("kind")
     if kind not in kinds:
-        raise ConfigError(f"{where}: kind must be one of {', '.join(kinds)}, got {kind!r}")
+        raise ConfigError(f"{where}: kind must be one of {', '.join(PLOT_KINDS)}, got {kind!r}")
     args = {k: v for k, v in plot.items() if k not in ("kind", "file")}
     if kind == "metric_vs_param" and "hue" not in args:
         args["hue"] = "base_strategy"

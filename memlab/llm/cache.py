@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from ..base import Component, MemlabError
+from ..storage.sqlite import connect
 from .base import Completion
 
 _SCHEMA = """
@@ -61,12 +62,15 @@ class ResponseCache(Component):
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             target = ":memory:" if self.path is None else str(self.path)
-            if self.path is not None:
+            if self.path is not None:  # like every cache: a first run creates its folder
                 folder = os.path.dirname(os.path.abspath(target))
-                if not os.path.isdir(folder):
-                    raise MemlabError(f"ResponseCache path {self.path!r}: folder {folder!r} does not exist")
+                try:
+                    os.makedirs(folder, exist_ok=True)
+                except OSError as exc:
+                    raise MemlabError(f"ResponseCache path {self.path!r}: cannot create folder "
+                                      f"{folder!r}: {exc.strerror}") from None
             try:
-                conn = sqlite3.connect(target, check_same_thread=False)
+                conn = connect(target)
                 conn.execute(_SCHEMA)
                 conn.commit()
             except sqlite3.DatabaseError as exc:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import ConfigError, MemlabError
+from ..secrets import Secret, as_secret, reveal
 from .base import LLM, Completion, Message
 from .cache import ResponseCache
 
@@ -71,6 +72,9 @@ class OpenAIChat(LLM):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
+        if self.api_key is not None and not isinstance(self.api_key, (str, Secret)):
+            raise ConfigError(f"api_key must be a string or None, got {type(self.api_key).__name__}")
+        self.api_key = as_secret(self.api_key)  # never printed, logged or written (memlab.secrets)
         if not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
             raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         if not isinstance(self.max_retries, int) or self.max_retries < 0:
@@ -100,10 +104,6 @@ class OpenAIChat(LLM):
         self._client, self._client_lock = None, threading.Lock()
         self._async_clients = weakref.WeakKeyDictionary()
 
-    def __repr__(self) -> str:  # never print a key
-        text = super().__repr__()
-        return text.replace(repr(self.api_key), "'***'") if self.api_key else text
-
     # -- configuration ---------------------------------------------------------------
     def resolved_model(self) -> str:
         model = self.model or os.environ.get("MEMLAB_LLM_MODEL")
@@ -112,7 +112,7 @@ class OpenAIChat(LLM):
         return model
 
     def _client_kwargs(self) -> dict[str, Any]:
-        key = self.api_key or os.environ.get("OPENAI_API_KEY")
+        key = reveal(self.api_key) or os.environ.get("OPENAI_API_KEY")
         if not key:
             raise ConfigError("OpenAIChat needs an API key: pass api_key=... or set OPENAI_API_KEY "
                               "(any non-empty string for a local server)")

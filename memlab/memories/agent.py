@@ -14,7 +14,7 @@ from ..blocks.vectordb import VectorDBBlock
 from ..context import ScoreBasedContextCreator
 from ..embeddings.base import Embedder
 from ..records import ContextRecord, MemoryRecord, Role
-from ..retrieval.filters import Where
+from ..filters import Where
 from ..storage.kv import KeyValueStore
 from ..storage.vector import VectorStore
 from .base import AgentMemory, check_agent_id, with_agent_id

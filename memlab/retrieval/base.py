@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from ..base import Component, ConfigError, MemlabError
 from ..records import Hit, MemoryRecord
-from .filters import Where, validate_where
+from ..filters import Where, validate_where
 
 
 class Retriever(Component):

@@ -16,7 +16,7 @@ import numpy as np
 from ..base import ConfigError, MemlabError
 from ..records import Hit, MemoryRecord
 from .base import Retriever
-from .filters import Where, filter_view, matches
+from ..filters import Where, filter_view, matches
 from .tokenize import Tokenizer
 
 VARIANTS = ("okapi", "lucene")

@@ -23,7 +23,7 @@ from ..embeddings.base import Embedder
 from ..embeddings.hashing import HashingEmbedder
 from ..records import Hit, MemoryRecord
 from .base import Retriever, WrapperRetriever
-from .filters import Where
+from ..filters import Where
 
 OUTDATED = "outdated"
 

@@ -8,11 +8,19 @@ from ..base import ConfigError
 from ..decay import Clock, DecayModel, Ebbinghaus
 from ..records import Hit, MemoryRecord
 from .base import Retriever, WrapperRetriever, check_candidates
-from .filters import Where
+from ..filters import Where
 from .fusion import normalize_scores
 
-COMBINE_MODES = ("multiply", "add", "weighted")
+COMBINE_MODES = ("multiply", "add", "weighted", "prior")
 REINFORCE_MODES = ("returned", "none")
+
+
+def scale_to_best(scores: list[float]) -> list[float]:
+    """``(s - lo) / (hi - lo)`` with hi = max, lo = min(0, min); all 1.0 when hi == lo."""
+    hi, lo = max(scores), min(0.0, min(scores))
+    if hi == lo:
+        return [1.0] * len(scores)
+    return [(s - lo) / (hi - lo) for s in scores]
 
 
 class DecayRetriever(WrapperRetriever):
@@ -28,6 +36,18 @@ class DecayRetriever(WrapperRetriever):
     - ``combine="add"``: ``r + w`` (LangChain's time-weighted score with ``TimeWeighting``);
     - ``combine="weighted"``: ``(1 - weight) * minmax(r) + weight * w``, min-max over the
       candidate list (a constant list gives 1.0). ``weight`` is used by this mode only.
+
+    - ``combine="prior"``: ``scaled(r) + weight * R``, a bounded recency prior, with
+      ``scaled(r) = (r - lo) / (hi - lo)``, ``hi`` = the best relevance among the candidates,
+      ``lo = min(0, lowest relevance)`` (so non-negative scores are divided by the best one
+      and near-equal hits stay near-equal; 1.0 when hi == lo), and ``R =
+      decay.retention(t, strength)`` with ``t = max(0, now - last_recall) / span``, where
+      ``span = now - (timestamp of the oldest record held)`` (t in [0, 1]: time is measured
+      relative to the dialogue's length, not in ``decay.time_unit``, so a dialogue of months
+      and one of hours get the same prior; span 0 gives t = 0). Two hits' priors differ by
+      at most ``weight``, so recency only reorders hits whose scaled relevance differs by
+      less than that (an update beats the statement it replaces; old evidence that matches
+      clearly better still wins).
 
     "multiply" and "add" assume relevance >= 0. A negative relevance (a negative cosine;
     okapi BM25 on a tiny corpus whose average idf is negative) times a smaller retention
@@ -59,6 +79,7 @@ class DecayRetriever(WrapperRetriever):
         self.gc = gc
         self.candidates = candidates
         self._state: dict[str, list[float]] = {}
+        self._oldest_cache: float | None = None
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
@@ -87,16 +108,25 @@ class DecayRetriever(WrapperRetriever):
     def _adopted(self, records: list[MemoryRecord]) -> None:
         for r in records:
             self._state[r.id] = [self.decay.initial(), r.timestamp, 0]
+        self._oldest_cache = None
+
+    def _oldest(self) -> float:
+        """The smallest timestamp among the records held (for ``combine="prior"``)."""
+        if self._oldest_cache is None:
+            self._oldest_cache = min(r.timestamp for r in self._records.values())
+        return self._oldest_cache
 
     def _remove(self, ids: list[str]) -> None:
         self.retriever.remove(ids)
         for i in ids:
             self._state.pop(i, None)
+        self._oldest_cache = None
 
     def _clear(self) -> None:
         self.retriever.reset()
         self.decay.reset()
         self._state = {}
+        self._oldest_cache = None
 
     def memory_state(self, id: str) -> dict[str, float]:
         """``{"strength", "last_recall", "access_count"}`` of a record."""
@@ -158,8 +188,15 @@ class DecayRetriever(WrapperRetriever):
         if not inner:
             return []
         relevance = [h.score for h in inner]
-        retention = [self.decay.weight(t, self._state[h.id][1], self._state[h.id][0]) for h in inner]
-        if self.combine == "multiply":
+        if self.combine == "prior":
+            span = t - self._oldest()
+            retention = [self.decay.retention(max(0.0, t - self._state[h.id][1]) / span if span > 0 else 0.0,
+                                              self._state[h.id][0]) for h in inner]
+        else:
+            retention = [self.decay.weight(t, self._state[h.id][1], self._state[h.id][0]) for h in inner]
+        if self.combine == "prior":
+            final = [r + self.weight * w for r, w in zip(scale_to_best(relevance), retention)]
+        elif self.combine == "multiply":
             final = [r * w for r, w in zip(relevance, retention)]
         elif self.combine == "add":
             final = [r + w for r, w in zip(relevance, retention)]

@@ -22,7 +22,7 @@ from collections import Counter
 from ..base import Component, ConfigError
 from ..records import Hit
 from .base import Retriever, WrapperRetriever, check_candidates
-from .filters import Where
+from ..filters import Where
 from .fusion import RRF, Fusion
 from .tokenize import Tokenizer
 

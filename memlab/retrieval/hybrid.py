@@ -6,7 +6,7 @@ from ..base import ConfigError
 from ..records import Hit, MemoryRecord
 from .base import Retriever, check_candidates
 from .bm25 import BM25Retriever
-from .filters import Where
+from ..filters import Where
 from .fusion import RRF, Fusion, check_weights
 from .vector import VectorRetriever
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..base import Param
 from ..llm.base import LLM, UsesLLM
 from ..llm.prompts import filter_prompt, parse_selection
 from ..records import Hit
@@ -16,6 +17,10 @@ class LLMRelevanceFilter(UsesLLM, Selector):
     """
 
     name = "llm_filter"
+
+    constraints = {
+        "llm": Param(LLM),
+    }
 
     def __init__(self, llm: LLM):
         self.llm = llm

@@ -7,7 +7,7 @@ from ..embeddings.hashing import HashingEmbedder
 from ..records import Hit, MemoryRecord
 from ..storage.vector import NumpyVectorStore, VectorStore
 from .base import Retriever
-from .filters import Where, filter_view
+from ..filters import Where, filter_view
 
 
 class VectorRetriever(Retriever):
@@ -19,7 +19,8 @@ class VectorRetriever(Retriever):
     kept. The store receives ``filter_view(record)`` as metadata, and ``where`` is passed
     down to the store, so filtering happens where the vectors are. Ids found in the store
     but never added to this retriever (a reopened persistent store) are skipped.
-    ``reset()`` clears the store: the retriever owns it.
+    ``reset()`` clears the store: the retriever owns it. Records are embedded as passages
+    (``embedder.embed``), the query in the embedder's query mode (``embed_queries``).
     """
 
     name = "vector"
@@ -74,6 +75,6 @@ class VectorRetriever(Retriever):
         k = self._check_search(k, where)
         if k == 0 or not self._records or not query.strip():
             return []
-        vector = self.embedder.embed([query])[0]
+        vector = self.embedder.embed_queries([query])[0]
         pairs = self.store.query(vector, k, where=where)
         return self._hits(self._order(pairs)[:k])

@@ -22,15 +22,18 @@ Behaviour matches ``NumpyVectorStore``:
   reaches past those extra candidates can still come back in HNSW order.
 
 HNSW search is approximate; ``ef_search=500`` (and ``ef_construction=200``,
-``max_neighbors=32``) makes it return the exact top-k on the test data. One process
-should write a collection at a time: the sequence counter is read when it opens.
+``max_neighbors=32``) makes it return the exact top-k on the test data. Several
+processes may write one persistent collection: a sequence number holds the writer's pid
+and a millisecond clock (``_take_seqs``), so two writers never share one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import re
+import time
 import uuid
 from typing import Any
 
@@ -41,12 +44,14 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from ..base import Component, MemlabError
+from ..base import Component, MemlabError, Resource
 from ..embeddings.base import Embedder
-from ..retrieval.filters import matches, to_chroma_where, validate_where
+from ..filters import matches, to_chroma_where, validate_where
 from .vector import VectorStore, check_add_args
 
 SEQ_KEY = "memlab:seq"
+_PID_SPAN = 2 ** 22  # ordering keys leave room for any Linux pid (see _take_seqs)
+_EPOCH_MS = 1_704_067_200_000  # 2024-01-01 UTC: keys stay below 2**63 for ~60 years
 EF_CONSTRUCTION = 200
 MAX_NEIGHBORS = 32
 _SECRET_PARAMS = {"api_key"}
@@ -129,7 +134,7 @@ class MemlabEmbeddingFunction(EmbeddingFunction[Documents]):
 
 # -- the store ------------------------------------------------------------------------
 
-class ChromaVectorStore(VectorStore):
+class ChromaVectorStore(Resource, VectorStore):
     """Cosine search in a chromadb collection; in memory (``path=None``) or on disk.
 
     ``path=None`` uses chromadb's in-process EphemeralClient, which every client in the
@@ -137,7 +142,9 @@ class ChromaVectorStore(VectorStore):
     ``close`` drops it. With a ``path``, a PersistentClient stores the collection named
     ``collection`` there, and a later store on the same path and name sees the data.
     ``dim`` fixes the vector length (else taken from the first add or the stored data).
-    The client opens on first use.
+    The client opens on first use. ``clone()`` of a store on disk uses the collection
+    ``<collection>.<scope>`` (``clone-1``, ..., or the dialogue id in a replay), emptied
+    first, so a clone never shares the original's vectors.
     """
 
     def __init__(self, embedder: Embedder | None = None, collection: str = "memlab",
@@ -164,6 +171,16 @@ class ChromaVectorStore(VectorStore):
         self.close()
         self._name = (self.collection if self.path is not None
                       else f"{self.collection[:480]}-{uuid.uuid4().hex[:16]}")
+
+    def scoped(self, scope: str) -> ChromaVectorStore:
+        params = self._cloned_params(scope)
+        if self.path is None:
+            return type(self)(**params)  # a collection of its own already
+        # chromadb's rule: [A-Za-z0-9._-], starting and ending with a letter or digit
+        params["collection"] = re.sub(r"[^A-Za-z0-9._-]", "_", f"{self.collection}.{scope}")[:512].rstrip("._-")
+        fresh = type(self)(**params)
+        fresh.clear()
+        return fresh
 
     # -- opening ----------------------------------------------------------------------
     def _col(self) -> Any:
@@ -194,7 +211,8 @@ class ChromaVectorStore(VectorStore):
                 raise MemlabError(f"collection {self._name!r} at {self.path!r} holds vectors of "
                                   f"dimension {stored_dim}, but dim={self.dim}")
             self._dim = stored_dim
-            self._next_seq = max(self._seq_of(md) for md in coll.get(include=["metadatas"])["metadatas"]) + 1
+            last = max(self._seq_of(md) for md in coll.get(include=["metadatas"])["metadatas"])
+            self._next_seq = (last // _PID_SPAN + 1) * _PID_SPAN  # past the last counter, any pid
 
     def _get_or_create(self, client: Any) -> Any:
         function = MemlabEmbeddingFunction(self.embedder)
@@ -224,6 +242,19 @@ class ChromaVectorStore(VectorStore):
         client.close()
 
     # -- helpers ----------------------------------------------------------------------
+    def _take_seqs(self, n: int) -> list[int]:
+        """``n`` ordering keys, increasing, and unique across processes writing one collection.
+
+        key = counter * 2**22 + pid (pids are below 2**22 on Linux), counter = max(previous
+        counter + 1, milliseconds since 2024): two processes never share a key, and keys
+        follow the clock, so one process's writes keep their order and later writes sort last.
+        """
+        pid = os.getpid() % _PID_SPAN
+        counter = max(self._next_seq // _PID_SPAN, int(time.time() * 1000) - _EPOCH_MS)
+        seqs = [(counter + i) * _PID_SPAN + pid for i in range(n)]
+        self._next_seq = (counter + n) * _PID_SPAN
+        return seqs
+
     @staticmethod
     def _seq_of(metadata: Any) -> int:
         return int((metadata or {}).get(SEQ_KEY, -1))
@@ -251,12 +282,11 @@ class ChromaVectorStore(VectorStore):
                 raise MemlabError(f"metadata key {SEQ_KEY!r} is reserved by ChromaVectorStore")
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-        seqs = range(self._next_seq, self._next_seq + len(ids))
+        seqs = self._take_seqs(len(ids))
         stored_md = [{**dict(md), SEQ_KEY: seq}
                      for md, seq in zip(metadatas or [{}] * len(ids), seqs)]
         coll.upsert(ids=ids, embeddings=vectors, metadatas=stored_md,
                     documents=list(documents) if documents is not None else [""] * len(ids))
-        self._next_seq += len(ids)
         self._dim = vectors.shape[1]
 
     def delete(self, ids) -> None:

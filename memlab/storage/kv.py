@@ -15,11 +15,13 @@ import re
 import sqlite3
 import tempfile
 import threading
+import warnings
 from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
 from ..base import Component, MemlabError
+from .sqlite import connect
 
 
 class KeyValueStore(Component):
@@ -78,7 +80,10 @@ class JsonlKeyValueStore(KeyValueStore):
     """Records as JSON lines in one file, appended as they are saved.
 
     Opening reads the existing file (a line that is not a JSON object raises
-    MemlabError naming the file and line). ``save`` appends and flushes, so a crash
+    MemlabError naming the file and line), except for a torn last line -- one without its
+    newline that is not valid JSON, which only a crash during ``save`` leaves: it is cut
+    off, every complete line is kept, and a RuntimeWarning and ``recovered`` say what was
+    dropped. ``save`` appends and flushes, so a crash
     loses nothing already saved; ``replace`` and ``clear`` write a temporary file in
     the same directory and swap it in with ``os.replace``, so the file is always
     either the old or the new content.
@@ -90,6 +95,7 @@ class JsonlKeyValueStore(KeyValueStore):
 
     def _on_params_changed(self) -> None:
         self._path = Path(self.path)
+        self.recovered: dict[str, Any] | None = None  # what opening dropped (see _drop_torn_tail)
         self._records: list[dict[str, Any]] = self._read() if self._path.exists() else []
         # a file written elsewhere may lack the final newline; appending must not glue lines
         self._needs_newline = self._path.exists() and self._ends_without_newline()
@@ -103,20 +109,42 @@ class JsonlKeyValueStore(KeyValueStore):
             return fh.read(1) != b"\n"
 
     def _read(self) -> list[dict[str, Any]]:
+        data = self._path.read_bytes()
+        lines = data.split(b"\n")
         records = []
-        with open(self._path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MemlabError(f"{self._path}, line {lineno}: not valid JSON ({exc.msg})") from None
-                if not isinstance(record, dict):
-                    raise MemlabError(f"{self._path}, line {lineno}: expected a JSON object, "
-                                      f"got {type(record).__name__}")
-                records.append(record)
+        offset = 0  # byte offset of the current line
+        for lineno, raw in enumerate(lines, start=1):
+            start, offset = offset, offset + len(raw) + 1
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                if lineno == len(lines):  # the last line has no newline: an append cut short
+                    self._drop_torn_tail(start, raw, lineno, len(records))
+                    break
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+                raise MemlabError(f"{self._path}, line {lineno}: not valid JSON ({reason})") from None
+            if not isinstance(record, dict):
+                raise MemlabError(f"{self._path}, line {lineno}: expected a JSON object, "
+                                  f"got {type(record).__name__}")
+            records.append(record)
         return records
+
+    def _drop_torn_tail(self, start: int, raw: bytes, lineno: int, kept: int) -> None:
+        """Cut the file after its last complete line; say what was dropped (``self.recovered``).
+
+        Every ``save`` writes whole lines ending in a newline, so a last line without one that
+        is not valid JSON can only be a write a crash interrupted: no ``save`` returned for it.
+        """
+        self.recovered = {"line": lineno, "bytes": len(raw), "dropped": raw[:200].decode("utf-8", "replace"),
+                          "kept_records": kept}
+        with open(self._path, "r+b") as fh:
+            fh.truncate(start)
+            fh.flush()
+            os.fsync(fh.fileno())
+        warnings.warn(f"{self._path}: dropped a torn last line (line {lineno}, {len(raw)} bytes) left by "
+                      f"an interrupted write; kept the {kept} complete record(s)", RuntimeWarning, stacklevel=4)
 
     def save(self, records):
         records = list(records)
@@ -182,7 +210,7 @@ class SQLiteKeyValueStore(KeyValueStore):
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         # check_same_thread=False plus our own lock: evaluations may run in worker threads
-        self._conn = sqlite3.connect(target, check_same_thread=False)
+        self._conn = connect(target)
         with self._conn:
             self._conn.execute(f'CREATE TABLE IF NOT EXISTS "{self.table}" '
                                "(seq INTEGER PRIMARY KEY AUTOINCREMENT, data TEXT NOT NULL)")

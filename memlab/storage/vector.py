@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..base import Component, MemlabError
-from ..retrieval.filters import Where, matches, validate_where
+from ..filters import Where, matches, validate_where
 
 Scalar = str | int | float | bool
 

@@ -13,10 +13,15 @@ from __future__ import annotations
 from .base import Context, Strategy, registry
 from .builtins import get, make_embedder, names
 from .memory import LongtermStrategy, WindowStrategy
+from .reference import FullContextStrategy, OracleStrategy
 from .retrieval import RetrievalStrategy
 from .spec import build, build_strategy, to_spec
 
 register = registry.register
 
-__all__ = ["Context", "LongtermStrategy", "RetrievalStrategy", "Strategy", "WindowStrategy", "build",
+# the peer adapters (CAMEL, LangChain, HTTP services) register their names; each imports
+# its library only when built
+from .. import adapters as _adapters  # noqa: E402,F401
+
+__all__ = ["Context", "FullContextStrategy", "LongtermStrategy", "OracleStrategy", "RetrievalStrategy", "Strategy", "WindowStrategy", "build",
            "build_strategy", "get", "make_embedder", "names", "register", "registry", "to_spec"]

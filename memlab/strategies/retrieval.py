@@ -15,6 +15,7 @@ records them all.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ..base import ConfigError
@@ -22,7 +23,7 @@ from ..blocks.chat_history import check_keep_rate
 from ..context import ScoreBasedContextCreator
 from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
-from ..retrieval.filters import Where
+from ..filters import Where
 from ..tokens import TiktokenCounter, TokenCounter
 from .base import Context, Strategy
 
@@ -32,7 +33,9 @@ class RetrievalStrategy(Strategy):
 
     Parameters
     ----------
-    retriever: the index over observed turns (BM25, vector, hybrid, ...).
+    retriever: the index over observed turns (BM25, vector, hybrid, ...); one handed in is
+        used as given: records already in it stay searchable, and ``reset`` removes only
+        the turns this strategy added (None: a fresh ``BM25Retriever``).
     expansion: a ``QueryExpander``; the retriever is searched with every expanded query
         and the lists are fused (RRF).
     decay: a decay rule (``Ebbinghaus``, ``ExponentialRecency``, ``TimeWeighting``); scores
@@ -40,7 +43,9 @@ class RetrievalStrategy(Strategy):
     decay_combine, decay_weight: how retention meets relevance (``DecayRetriever``):
         "multiply" (relevance * retention), "add", or "weighted"
         ((1 - decay_weight) * minmax(relevance) + decay_weight * retention), which keeps
-        relevance in play when fused scores (RRF) vary little.
+        relevance in play when fused scores (RRF) vary little, or "prior" (relevance scaled
+        to the best hit + decay_weight * retention, time relative to the dialogue's span: a
+        bounded recency prior that reorders only near-equal hits).
     reinforce: which recalls strengthen a memory under ``decay``: "used" (those that made it
         into a built context: what the agent saw), "returned" (every hit ``retrieve``
         returns, after the cut to k) or "none".
@@ -95,8 +100,17 @@ class RetrievalStrategy(Strategy):
     def _build(self) -> None:
         from ..retrieval import BM25Retriever
 
+        # A retriever handed in is used as given (what it holds stays searchable and is never
+        # wiped); only the records this strategy added are taken out again.
+        previous = getattr(self, "_base", None)
+        if previous is not None:
+            ours = set(self._added)
+            if all(r.id in ours for r in previous.records()):
+                previous.reset()  # it holds only our turns (and a service may not delete one by one)
+            else:
+                previous.remove(self._added)
         base = self.retriever if self.retriever is not None else BM25Retriever()
-        base.reset()
+        self._base, self._added = base, []
         chain: Retriever = base
         if self.expansion is not None:
             chain = ExpansionRetriever(chain, self.expansion)
@@ -106,8 +120,14 @@ class RetrievalStrategy(Strategy):
             chain = self._decay = DecayRetriever(chain, self.decay, combine=self.decay_combine,
                                                  weight=self.decay_weight, reinforce="none")
         self._chain = chain
+        inner = [base, *base.get_params(deep=True).values()]
+        self._memoisable = not any(
+            getattr(c, "stochastic", False) is True or (isinstance(c, DecayRetriever) and c.reinforce != "none")
+            for c in [self.decay, *inner])
         self._history: list[MemoryRecord] = []
         self._last_recall: tuple[str, float | None] | None = None
+        self._version = 0  # bumped by every change of what a search sees (observe, reinforce)
+        self._memo: tuple[tuple, list[Hit]] | None = None
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
         self._creator = ScoreBasedContextCreator(token_counter=self._counter,
                                                  token_limit=self.token_limit)
@@ -124,21 +144,40 @@ class RetrievalStrategy(Strategy):
     def observe(self, record: MemoryRecord) -> None:
         self._history.append(record)
         self._chain.add([record])
+        self._added.append(record.id)
+        self._version += 1
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                  now: float | None = None) -> list[Hit]:
         if k <= 0:
             return []
         now = self._now(now)
-        hits = self._chain.search(query, max(k, self.candidates), where=where, now=now)
-        for selector in self._selectors():
-            hits = selector.select(query, hits, max(k, self.candidates))
-        hits = hits[:k]
+        # copies: the memoised list is shared by the calls of one probe and stays as searched
+        hits = [_copy_hit(h) for h in self._ranked(query, max(k, self.candidates), where, now)[:k]]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
         if self.reinforce == "returned" and (query, now) != self._last_recall:
             self._last_recall = (query, now)
             self._reinforce([h.id for h in hits], now)
+        return hits
+
+    def _ranked(self, query: str, n: int, where: Where | None, now: float | None) -> list[Hit]:
+        """Search, then selection, for ``n`` candidates: memoised until the memory changes.
+
+        A replay calls ``retrieve(query, k)`` and then ``build_context(query)`` at each
+        probe; both ask for ``max(k, candidates)`` hits at the same time, so the second
+        reuses the first search (and its expansion) instead of repeating it. Searches that
+        change the memory themselves (a stochastic forgetting model draws at each search; a
+        user's ``DecayRetriever(reinforce="returned")`` reinforces) are never memoised.
+        """
+        key = (query, n, copy.deepcopy(where), now, self._version)
+        memo = self._memo
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        hits = self._chain.search(query, n, where=where, now=now)
+        for selector in self._selectors():
+            hits = selector.select(query, hits, n)
+        self._memo = (key, hits) if self._memoisable else None
         return hits
 
     def store_size(self) -> int:
@@ -148,6 +187,7 @@ class RetrievalStrategy(Strategy):
     def _reinforce(self, ids: list[str], now: float | None) -> None:
         if self._decay is not None and ids:
             self._decay.reinforce_ids(ids, now)
+            self._version += 1
 
     def build_context(self, query: str, *, now: float | None = None) -> Context:
         hits = self.retrieve(query, self.context_k, now=now) if self.context_k else []
@@ -182,6 +222,13 @@ class RetrievalStrategy(Strategy):
         if now is not None:
             return now
         return self._history[-1].timestamp if self._history else None
+
+
+def _copy_hit(hit: Hit) -> Hit:
+    """A shallow copy (dataclasses.replace re-runs __init__: ten times slower, per hit per probe)."""
+    out = object.__new__(type(hit))
+    out.__dict__.update(hit.__dict__)
+    return out
 
 
 def source_ids(records: list[MemoryRecord]) -> list[str]:

@@ -269,3 +269,34 @@ def test_parsed_history_stays_in_step_with_writes_pops_removes_and_clear():
     assert block.records()[0].metadata == {}
     block.clear()
     assert block.records() == [] and len(block) == 0
+
+
+def _reference_window(block, window_size):
+    """The window as first written: every record copied, then sliced and scored."""
+    records = block.records()
+    lead = 1 if records and records[0].role.is_system else 0
+    if window_size is not None:
+        rest = records[lead:]
+        records = records[:lead] + rest[max(0, len(rest) - window_size):]
+    out, newer = [], 0
+    for rec in reversed(records):
+        score = 1.0 if rec.role.is_system else block.keep_rate ** newer
+        newer += 0 if rec.role.is_system else 1
+        out.append((rec.id, float(score)))
+    return out[::-1]
+
+
+@pytest.mark.parametrize("keep_rate", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("leading_system", [False, True])
+def test_window_equals_slicing_the_whole_history(keep_rate, leading_system):
+    block = ChatHistoryBlock(keep_rate=keep_rate)
+    roles = ["system"] if leading_system else []
+    roles += ["user", "assistant", "system", "user", "assistant", "user"]
+    block.write_records([MemoryRecord(role, f"m{i}", id=f"r{i}", timestamp=float(i), metadata={"n": [i]})
+                         for i, role in enumerate(roles)])
+    for window in [None, 0, 1, 2, 3, 5, 6, 7, 50]:
+        got = block.retrieve(window)
+        assert [(c.id, c.score) for c in got] == _reference_window(block, window)
+        if got:  # what is returned is a copy
+            got[-1].memory_record.metadata["n"].append(99)
+            assert block.retrieve(window)[-1].memory_record.metadata["n"] == [int(got[-1].id[1:])]

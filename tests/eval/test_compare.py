@@ -76,23 +76,29 @@ def test_paired_values_join_and_drop_nan():
 
 def test_compare_pair():
     r = compare_pair(results(), "a", "b", "recall@5", n_resamples=500)
-    assert (r.n, r.mean_a, r.mean_b, r.diff) == (4, 0.625, 0.375, 0.25)
+    assert (r.n_probes, r.n_dialogues, r.mean_a, r.mean_b, r.diff) == (4, 2, 0.625, 0.375, 0.25)
     assert (r.wins, r.ties, r.losses) == (2, 1, 1)
-    # d = (1, 0, 1, -1), |sum| = 1. Sign-flipped sums are +-1 +-1 +-1 (the 0 changes nothing):
-    # 3, 1, 1, 1, -1, -1, -1, -3, each twice -- all 16 have |sum| >= 1.
+    # d = (1, 0, 1 | -1) in dialogues d1 | d2: D = (2, -1), |sum| = 1. Flipping whole dialogues:
+    # |2 - 1| = 1, |2 + 1| = 3, |-2 - 1| = 3, |-2 + 1| = 1 -- all 4 reach 1.
     assert r.p_value == 1.0
+    unclustered = compare_pair(results(), "a", "b", "recall@5", n_resamples=500, cluster=None)
+    # each probe alone: sign-flipped sums +-1 +-1 +-1 (the 0 changes nothing), all 16 reach 1
+    assert unclustered.p_value == 1.0 and unclustered.n_dialogues == 4
     assert r.ci_low <= r.diff <= r.ci_high
 
 
 def test_compare_frame_and_by():
     out = compare(results(), "a", "b", ["recall@5"], n_resamples=200)
-    assert list(out.columns) == ["metric", "a", "b", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high",
+    assert list(out.columns) == ["metric", "a", "b", "n_probes", "n_dialogues", "mean_a", "mean_b", "diff", "ci_low", "ci_high",
                                  "p_value", "wins", "ties", "losses"]
     assert out.loc[0, "diff"] == 0.25
     per = compare(results(), "a", "b", "recall@5", by="category", n_resamples=200)
     assert per["category"].tolist() == ["x", "y"]
-    assert per["n"].tolist() == [2, 2] and per["diff"].tolist() == [1.0, -0.5]
-    assert per.loc[0, "p_value"] == 2 / 4      # d = (1, 1): only (+,+) and (-,-) reach |mean| 1
+    assert per["n_probes"].tolist() == [2, 2] and per["diff"].tolist() == [1.0, -0.5]
+    # x: d = (1 | ... ) -- p1 and p3 both in d1: one cluster, both sign vectors reach |mean| 1
+    assert per.loc[0, "p_value"] == 1.0
+    per_probe = compare(results(), "a", "b", "recall@5", by="category", n_resamples=200, cluster=None)
+    assert per_probe.loc[0, "p_value"] == 2 / 4   # d = (1, 1) alone: only (+,+) and (-,-) reach 1
 
 
 def test_compare_errors():

@@ -143,3 +143,42 @@ def test_dataset_from_dict_uses_default_name():
     d = doc()
     del d["name"]
     assert dataset_from_dict(d, default_name="fallback").name == "fallback"
+
+
+def test_positions_follow_edits_of_the_dialogue(ds):
+    """Positions and times are indexed once per dialogue, and the index follows in-place edits."""
+    import copy
+    import pickle
+
+    from memlab.eval.dataset import Session, Turn
+
+    d = ds.dialogue("coffee")
+    probe = d.probes[0]
+    before = d.probe_position(probe)
+    first = d.sessions[0]
+    first.turns.insert(0, Turn("t0", "Ana", "user", "hi", first.turns[0].timestamp - 1, first.id))
+    assert d.probe_position(probe) == before + 1
+    assert [t.id for t in d.turns()][:2] == ["t0", "t1"] and d.turn("t0").text == "hi"
+    d.sessions.append(Session("s3", S2 + 10, [Turn("t9", "Ana", "user", "late", S2 + 10, "s3")]))
+    assert [e[1].id for e in d.timeline() if e[0] == "turn"][-1] == "t9"
+    assert d.probe_time(type(probe)("px", "t9", "q")) == S2 + 10
+    d.turn("t9").timestamp = S2 + 20  # a changed time is read from the turn itself
+    assert d.probe_time(type(probe)("px", "t9", "q")) == S2 + 20
+    d.turn("t9").id = "t10"  # a changed id is found again, the old one is gone
+    assert d.probe_position(type(probe)("px", "t10", "q")) == d.n_turns
+    with pytest.raises(DatasetError, match="after_turn 't9' is not a turn"):
+        d.probe_position(type(probe)("px", "t9", "q"))
+    for other in (copy.deepcopy(d), pickle.loads(pickle.dumps(d))):
+        assert other == d and "_index_cache" not in other.__dict__
+        assert other.timeline() == d.timeline()
+
+
+def test_hash_is_the_sha256_of_the_asdict_json(ds):
+    import hashlib
+    from dataclasses import asdict
+
+    ds.dialogues[0].metadata["nested"] = {"b": [1, (2, 3)], "a": None}
+    ds.dialogues[0].probes[0].metadata["tags"] = ("x", "y")
+    text = json.dumps([asdict(d) for d in ds.dialogues], sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"), allow_nan=False)
+    assert ds.hash == hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -233,3 +233,22 @@ def test_compute_metrics_with_budgets():
     assert "recall@20tok" in metric_columns(out) and "tokens@20tok" in metric_columns(out)
     with pytest.raises(MemlabError, match="needs column 'retrieved_tokens'"):
         compute_metrics(rows(), budgets=[20])
+
+
+def test_summarize_with_cluster_bootstrap_ci():
+    from memlab.eval.stats import cluster_bootstrap_ci
+
+    out = compute_metrics(rows(), ks=(1,))
+    s = summarize(out, by="strategy", metrics=["recall@1"], ci=True, n_resamples=400, seed=3)
+    assert list(s.columns[:8]) == ["strategy", "n_probes", "n_scored", "n_dialogues", "recall@1",
+                                   "recall@1_ci_low", "recall@1_ci_high", "context_tokens"]
+    assert s["n_dialogues"].tolist() == [2, 2]
+    bm25 = out[out["strategy"] == "bm25"]
+    expected = cluster_bootstrap_ci(bm25["recall@1"], bm25["dialogue_id"], n_resamples=400, seed=3)
+    assert (s.loc[0, "recall@1_ci_low"], s.loc[0, "recall@1_ci_high"]) == expected
+    # bm25 scored probes: d1 has recall 1.0 and 0.5, d2 only an unscored probe -> one cluster of values
+    assert expected == (0.75, 0.75)
+    again = summarize(out, by="strategy", metrics=["recall@1"], ci=True, n_resamples=400, seed=3)
+    assert again.equals(s)
+    per = summarize(out, by="strategy", metrics=["recall@1"], per_category=True, ci=True, n_resamples=50)
+    assert "recall@1_ci_low" in per.columns and len(per) == 6

@@ -253,7 +253,7 @@ def test_conflict_instruction_follows_the_memory_header_and_is_counted():
     counter = resolve_counter(None)
     assert told.token_count == counter.count_messages(told.messages) > plain.token_count
     assert Load(conflict_instruction=CONFLICT_INSTRUCTION).run(WorkingState(question="q"), layers()).context.messages == []
-    with pytest.raises(ConfigError, match="conflict_instruction must be a string or None, got int"):
+    with pytest.raises(ConfigError, match="Load parameter 'conflict_instruction': expected a string or None, got 1"):
         Load(conflict_instruction=1)
 
 

@@ -28,12 +28,12 @@ def test_table_columns_and_validation():
     cols = [r[1] for r in ltm.db.execute("PRAGMA table_info(memories)")]
     assert cols == ["seq", "memory_id", "user_id", "content", "memory_type", "subject", "source_session",
                     "timestamp", "access_count", "last_accessed", "strength", "status", "supersedes",
-                    "superseded_by", "source_ids"]
+                    "superseded_by", "source_ids", "namespace"]
     with pytest.raises(MemlabError, match="memory_type must be one of fact, preference, event_summary, got 'note'"):
         ltm.add("x", "note", timestamp=0)
     with pytest.raises(MemlabError, match="content must be a non-empty string"):
         ltm.add("  ", timestamp=0)
-    with pytest.raises(ConfigError, match="decay must be a DecayModel or None, got str"):
+    with pytest.raises(ConfigError, match=r"^LongTermMemory parameter 'decay': expected a DecayModel or None, got 'ebbinghaus'$"):
         LongTermMemory(decay="ebbinghaus")
     assert len(ltm) == 0 and ltm.store.ids() == []
 

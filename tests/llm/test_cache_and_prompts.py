@@ -51,9 +51,17 @@ def test_cache_roundtrip_persists_and_clears(tmp_path):
     assert len(reopened) == 0
 
 
+def test_cache_creates_a_missing_folder_like_memlab_cache_dir_on_a_first_run(tmp_path):
+    cache = ResponseCache(str(tmp_path / "missing" / "deeper" / "c.sqlite"))
+    assert cache.get("m", MSGS, {}) is None
+    cache.put("m", MSGS, {}, Completion("hi", 3, 1))
+    assert ResponseCache(cache.path).get("m", MSGS, {}).text == "hi"
+
+
 def test_cache_bad_paths(tmp_path):
-    with pytest.raises(MemlabError, match="does not exist"):
-        ResponseCache(str(tmp_path / "missing" / "c.sqlite")).get("m", MSGS, {})
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(MemlabError, match="cannot create folder"):
+        ResponseCache(str(tmp_path / "file" / "c.sqlite")).get("m", MSGS, {})
     bad = tmp_path / "bad.sqlite"
     bad.write_text("this is not a database" * 100)
     with pytest.raises(MemlabError, match="not a usable SQLite file"):

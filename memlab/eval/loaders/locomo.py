@@ -14,7 +14,8 @@ Normalisation (each fix is recorded in ``Dataset.report`` under the kind in brac
 - ``speaker_a`` speaks as role "user", ``speaker_b`` as "assistant" (both are people; the
   roles only let strategies that treat user turns specially work);
 - categories 1..5 become multi-hop, temporal, open-domain, single-hop, adversarial; the
-  code stays in ``probe.metadata["category_code"]``;
+  code stays in ``probe.metadata["category_code"]``; any other code (6, NaN, a string) is
+  kept as category ``category-<code>`` [category_unknown];
 - a missing answer (most category-5 questions) becomes None [answer_missing]; category 5's
   ``adversarial_answer`` goes to ``probe.metadata``; int answers become str [answer_int_to_str];
 - evidence strings holding several ids are split ('D8:6; D9:17', 'D9:1 D4:4 D4:6')
@@ -23,6 +24,11 @@ Normalisation (each fix is recorded in ``Dataset.report`` under the kind in brac
   strings with no id ('D') are dropped [evidence_malformed_dropped]; ids of no turn
   (D10:19 in conv-42, D4:36 in conv-47) are dropped [evidence_unknown_dropped];
   a probe left with no evidence is kept unscored [evidence_empty].
+
+Defects that cannot be normalised are errors naming the file, dialogue, session/turn or
+question and field: a missing or non-string ``question``, ``dia_id``, ``speaker`` or ``text``,
+a ``conversation`` that is not an object, a duplicate ``dia_id``, an impossible date; then
+the checks every loader runs (``checks.check_dataset``).
 
 Retrieval text (``Turn.content``) follows the LoCoMo retrieval protocol: a turn is indexed as
 ``<speaker> said, "<text>"``; with ``include_caption`` (default) a shared image adds
@@ -40,7 +46,7 @@ import re
 from typing import Any, Literal
 
 from ..dataset import Dataset, DatasetError, Dialogue, LoadReport, Probe, Session, Turn
-from .native import read_json
+from .checks import check_dataset, get_field, got, read_json
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
@@ -58,9 +64,14 @@ def parse_locomo_date(text: str) -> float:
     if not m or m.group(5).lower() not in _MONTHS:
         raise ValueError(f"expected a date like '1:56 pm on 8 May, 2023', got {text!r}")
     hour, minute, ampm, day, month, year = m.groups()
+    if not 1 <= int(hour) <= 12:
+        raise ValueError(f"{text!r} is not a date: hour {hour} on a 12-hour clock")
     h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
-    t = _dt.datetime(int(year), _MONTHS[month.lower()], int(day), h, int(minute),
-                     tzinfo=_dt.timezone.utc)
+    try:
+        t = _dt.datetime(int(year), _MONTHS[month.lower()], int(day), h, int(minute),
+                         tzinfo=_dt.timezone.utc)
+    except ValueError as e:  # 31 June, minute 61, ...
+        raise ValueError(f"{text!r} is not a date: {e}") from None
     return t.timestamp()
 
 
@@ -126,13 +137,14 @@ def load_locomo(path: str, probe_position: Literal["end", "after_evidence"] = "e
     report = LoadReport()
     dialogues = [_conversation(c, i, str(path), report, probe_position, include_caption,
                                include_date, turn_spacing) for i, c in enumerate(doc)]
+    check_dataset(dialogues, str(path))
     return Dataset(name="locomo", dialogues=dialogues, source_path=str(path), report=report)
 
 
 def _conversation(c: dict[str, Any], index: int, path: str, report: LoadReport, probe_position: str,
                   include_caption: bool, include_date: bool, turn_spacing: float) -> Dialogue:
     did = str(c.get("sample_id", f"conv-{index}"))
-    conv = c["conversation"]
+    conv = get_field(c, "conversation", "object", path, f"dialogue {did!r}")
     roles = {conv.get("speaker_a"): "user", conv.get("speaker_b"): "assistant"}
     numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION_KEY.match(k)))
     for k in sorted(conv, key=lambda k: (len(k), k)):
@@ -142,39 +154,46 @@ def _conversation(c: dict[str, Any], index: int, path: str, report: LoadReport, 
     sessions = []
     for n in numbers:
         sid = f"session_{n}"
-        date_text = conv.get(f"{sid}_date_time")
-        if date_text is None:
-            raise DatasetError(f"{path}: dialogue {did!r}, session {sid!r}: "
-                               f"field '{sid}_date_time' is required")
+        where = f"dialogue {did!r}, session {sid!r}"
+        date_text = get_field(conv, f"{sid}_date_time", "string", path, where)
         try:
             start = parse_locomo_date(date_text)
         except ValueError as e:
-            raise DatasetError(f"{path}: dialogue {did!r}, session {sid!r}: {e}") from None
+            raise DatasetError(f"{path}: {where}: field '{sid}_date_time': {e}") from None
         turns = []
-        for i, t in enumerate(conv[sid]):
-            speaker = t["speaker"]
+        for i, t in enumerate(get_field(conv, sid, "array", path, f"dialogue {did!r}")):
+            twhere = f"{where}, turn {i + 1}"
+            if not isinstance(t, dict):
+                raise DatasetError(f"{path}: {twhere}: must be an object, got {got(t)}")
+            speaker = get_field(t, "speaker", "string", path, twhere)
+            tid = get_field(t, "dia_id", "string", path, twhere)
+            text = get_field(t, "text", "string", path, f"{where}, turn {i + 1} ({tid!r})")
             caption = t.get("blip_caption") if include_caption else None
             extra = {k: v for k, v in t.items() if k not in ("speaker", "dia_id", "text")}
             turns.append(Turn(
-                id=t["dia_id"], speaker=speaker, role=roles.get(speaker, "user"), text=t["text"],
+                id=tid, speaker=speaker, role=roles.get(speaker, "user"), text=text,
                 timestamp=start + i * turn_spacing, session_id=sid, metadata=extra,
-                content=locomo_turn_content(speaker, t["text"], caption,
+                content=locomo_turn_content(speaker, text, caption if isinstance(caption, str) else None,
                                             date_text if include_date else None)))
         sessions.append(Session(id=sid, timestamp=start, turns=turns))
     dialogue = Dialogue(id=did, sessions=sessions, probes=[],
                         metadata={"speaker_a": conv.get("speaker_a"), "speaker_b": conv.get("speaker_b")})
     positions = dialogue.turn_positions()
-    for q_index, qa in enumerate(c.get("qa", [])):
-        dialogue.probes.append(_probe(qa, q_index, did, positions, report, probe_position))
+    for q_index, qa in enumerate(get_field(c, "qa", "array", path, f"dialogue {did!r}", required=False) or []):
+        dialogue.probes.append(_probe(qa, q_index, did, positions, report, probe_position, path))
     return dialogue
 
 
-def _probe(qa: dict[str, Any], q_index: int, did: str, positions: dict[str, int], report: LoadReport,
-           probe_position: str) -> Probe:
+def _probe(qa: Any, q_index: int, did: str, positions: dict[str, int], report: LoadReport,
+           probe_position: str, path: str) -> Probe:
     pid = f"q{q_index + 1:03d}"
+    where = f"dialogue {did!r}, question {q_index + 1}"
+    if not isinstance(qa, dict):
+        raise DatasetError(f"{path}: {where}: must be an object, got {got(qa)}")
+    question = get_field(qa, "question", "string", path, where)
     code = qa.get("category")
     category = CATEGORIES.get(code) if isinstance(code, int) else None
-    if category is None:
+    if category is None:  # NaN, a string, 6, ...: kept and reported, as the module docstring says
         category = f"category-{code}"
         report.add("category_unknown", f"category {code!r} is not 1..5", dialogue=did, probe=pid)
     answer = qa.get("answer")
@@ -183,14 +202,15 @@ def _probe(qa: dict[str, Any], q_index: int, did: str, positions: dict[str, int]
     elif not isinstance(answer, str):
         report.add("answer_int_to_str", f"{answer!r} -> {str(answer)!r}", dialogue=did, probe=pid)
         answer = str(answer)
-    evidence = normalise_evidence(qa.get("evidence") or [], set(positions), report, did, pid)
+    raw = get_field(qa, "evidence", "array", path, where, required=False) or []
+    evidence = normalise_evidence(raw, set(positions), report, did, pid)
     meta: dict[str, Any] = {"category_code": code}
     if "adversarial_answer" in qa:
         meta["adversarial_answer"] = qa["adversarial_answer"]
-    if list(qa.get("evidence") or []) != evidence:
-        meta["evidence_raw"] = list(qa.get("evidence") or [])
+    if list(raw) != evidence:
+        meta["evidence_raw"] = list(raw)
     after = None
     if probe_position == "after_evidence" and evidence:
         after = max(evidence, key=lambda e: positions[e])
-    return Probe(id=pid, after_turn=after, query=qa["question"], evidence=evidence, answer=answer,
+    return Probe(id=pid, after_turn=after, query=question, evidence=evidence, answer=answer,
                  category=category, metadata=meta)

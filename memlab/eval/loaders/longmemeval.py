@@ -21,6 +21,11 @@ the last turn at ``question_date``. Conventions (as in LongMemEval's retrieval c
   of retrieval scoring [abstention_unscored]; so are questions left with no evidence
   [evidence_empty]; answer sessions absent from the haystack are reported
   [answer_session_unknown].
+
+Errors naming the file, question, session/turn and field: a missing or non-string
+``question_id``, ``question``, ``role`` or ``content``; haystack lists of different lengths;
+an impossible date; then the checks every loader runs (``checks.check_dataset``: duplicate
+question ids, duplicate session ids in one haystack, ...).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import re
 from typing import Any
 
 from ..dataset import Dataset, DatasetError, Dialogue, LoadReport, Probe, Session, Turn
-from .native import read_json
+from .checks import check_dataset, get_field, got, read_json
 
 _DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$")
 REQUIRED = ("question_id", "question", "haystack_session_ids", "haystack_dates", "haystack_sessions")
@@ -42,7 +47,10 @@ def parse_longmemeval_date(text: str) -> float:
     if not m:
         raise ValueError(f"expected a date like '2023/05/20 (Sat) 02:21', got {text!r}")
     y, mo, d, h, mi = m.groups()
-    t = _dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), tzinfo=_dt.timezone.utc)
+    try:
+        t = _dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), tzinfo=_dt.timezone.utc)
+    except ValueError as e:  # 2023/02/30, 25:00, ...
+        raise ValueError(f"{text!r} is not a date: {e}") from None
     return t.timestamp()
 
 
@@ -57,6 +65,9 @@ def load_longmemeval(path: str, evidence_roles: tuple[str, ...] = ("user",),
     report = LoadReport()
     dialogues = [_item(item, i, str(path), report, tuple(evidence_roles), turn_spacing)
                  for i, item in enumerate(doc)]
+    # Sessions sorted by date may share a minute, so a session can start before the previous
+    # one's last turn: time order is LongMemEval's, not checked here.
+    check_dataset(dialogues, str(path), check_times=False)
     return Dataset(name="longmemeval", dialogues=dialogues, source_path=str(path), report=report)
 
 
@@ -71,15 +82,27 @@ def _item(item: Any, index: int, path: str, report: LoadReport, evidence_roles: 
           turn_spacing: float) -> Dialogue:
     if not isinstance(item, dict):
         raise DatasetError(f"{path}: question {index + 1}: expected an object, got {type(item).__name__}")
-    qid = str(item.get("question_id", index + 1))
-    where = f"question {qid!r}"
+    qid = item.get("question_id")
+    where = f"question {qid!r}" if isinstance(qid, str) else f"question {index + 1}"
     for f in REQUIRED:
         if f not in item:
             raise DatasetError(f"{path}: {where}: field {f!r} is required")
-    ids, dates, raw_sessions = item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]
+    qid = get_field(item, "question_id", "string", path, where)
+    where = f"question {qid!r}"
+    question = get_field(item, "question", "string", path, where)
+    ids = get_field(item, "haystack_session_ids", "array", path, where)
+    dates = get_field(item, "haystack_dates", "array", path, where)
+    raw_sessions = get_field(item, "haystack_sessions", "array", path, where)
     if not len(ids) == len(dates) == len(raw_sessions):
         raise DatasetError(f"{path}: {where}: haystack_session_ids, haystack_dates and haystack_sessions "
                            f"must have the same length, got {len(ids)}, {len(dates)}, {len(raw_sessions)}")
+    for i, (sid, session) in enumerate(zip(ids, raw_sessions)):
+        if not isinstance(sid, str):
+            raise DatasetError(f"{path}: {where}: field 'haystack_session_ids': item {i + 1} must be "
+                               f"a string, got {got(sid)}")
+        if not isinstance(session, list):
+            raise DatasetError(f"{path}: {where}, session {sid!r}: field 'haystack_sessions' item "
+                               f"{i + 1} must be an array of turns, got {got(session)}")
     starts = [_date(d, path, f"{where}, session {str(s)!r}", "haystack_dates") for s, d in zip(ids, dates)]
     order = sorted(range(len(ids)), key=lambda i: starts[i])
     if order != list(range(len(ids))):
@@ -90,9 +113,11 @@ def _item(item: Any, index: int, path: str, report: LoadReport, evidence_roles: 
         sid = str(ids[i])
         turns = []
         for j, t in enumerate(raw_sessions[i]):
-            if not isinstance(t, dict) or "role" not in t or "content" not in t:
-                raise DatasetError(f"{path}: {where}, session {sid!r}, turn {j + 1}: "
-                                   f"fields 'role' and 'content' are required")
+            twhere = f"{where}, session {sid!r}, turn {j + 1}"
+            if not isinstance(t, dict):
+                raise DatasetError(f"{path}: {twhere}: must be an object, got {got(t)}")
+            get_field(t, "role", "string", path, twhere)
+            get_field(t, "content", "string", path, twhere)
             tid = f"{sid}:{j + 1}"
             extra = {k: v for k, v in t.items() if k not in ("role", "content")}
             turns.append(Turn(id=tid, speaker=t["role"], role=t["role"], text=t["content"],
@@ -128,6 +153,6 @@ def _item(item: Any, index: int, path: str, report: LoadReport, evidence_roles: 
              if item.get("question_date") is not None else None)
     meta: dict[str, Any] = {"answer_session_ids": answer_sessions,
                             "abstention": qid.endswith("_abs")}
-    probe = Probe(id=qid, after_turn=None, query=str(item["question"]), evidence=evidence, answer=answer,
+    probe = Probe(id=qid, after_turn=None, query=question, evidence=evidence, answer=answer,
                   category=item.get("question_type"), metadata=meta, timestamp=asked)
     return Dialogue(id=qid, sessions=sessions, probes=[probe])

@@ -8,7 +8,6 @@ file must not be echoed whole.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -16,30 +15,28 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from ..dataset import (
-    ROLES,
     Dataset,
     DatasetError,
     Dialogue,
     Probe,
     Session,
     Turn,
-    format_time,
     parse_time,
 )
-
-#: Errors listed in one DatasetError message at most (the rest are counted).
-MAX_ERRORS = 10
-#: Longest repr of a value quoted in a message (longer ones end in "...").
-MAX_REPR = 80
-
-
-def _short(value: Any) -> str:
-    """``repr(value)`` cut to ``MAX_REPR`` characters, the cut marked by "..."."""
-    text = repr(value)
-    return text if len(text) <= MAX_REPR else text[:MAX_REPR - 3] + "..."
+from .checks import (  # noqa: F401 (MAX_ERRORS, check_dialogue, read_json are imported from here)
+    MAX_ERRORS,
+    MAX_REPR,
+    _json_type,
+    _location,
+    _raise,
+    _short,
+    _unknown,
+    check_dataset,
+    check_dialogue,
+    got,
+    read_json,
+)
 
 
 @lru_cache(maxsize=1)
@@ -47,17 +44,6 @@ def native_schema() -> dict[str, Any]:
     """The JSON Schema of the native format (``memlab/eval/schema.json``)."""
     text = resources.files("memlab.eval").joinpath("schema.json").read_text(encoding="utf-8")
     return json.loads(text)
-
-
-def read_json(path: str) -> Any:
-    """Parse a JSON file; a syntax error names the file, line and column."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no such file") from None
-    except json.JSONDecodeError as e:
-        raise DatasetError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
 
 
 def load_native(path: str) -> Dataset:
@@ -71,9 +57,7 @@ def dataset_from_dict(doc: Any, source: str = "<dict>", default_name: str = "dat
     """Validate a native-format document (already parsed) and build the Dataset."""
     validate_native(doc, source)
     dialogues = [_build_dialogue(d, source) for d in doc["dialogues"]]
-    _check_dialogue_ids(dialogues, source)
-    for d in dialogues:
-        check_dialogue(d, source)
+    check_dataset(dialogues, source)
     return Dataset(name=doc.get("name", default_name), dialogues=dialogues, source_path=source)
 
 
@@ -86,6 +70,10 @@ def validate_native(doc: Any, source: str = "<dict>") -> None:
         raise DatasetError(f"{source}: expected a JSON object with 'dialogues' (native format), "
                            f"got {got}; is it a LoCoMo or LongMemEval file? pass --format "
                            f"(format= in Python)")
+    if _quick_check(doc):
+        return
+    from jsonschema import Draft202012Validator
+
     validator = Draft202012Validator(native_schema())
     # Document order: list indices compare as numbers, keys as text.
     errors = sorted(validator.iter_errors(doc),
@@ -100,14 +88,28 @@ def validate_native(doc: Any, source: str = "<dict>") -> None:
     _raise(messages)
 
 
-def _raise(messages: list[str]) -> None:
-    if not messages:
-        return
-    shown = messages[:MAX_ERRORS]
-    more = len(messages) - len(shown)
-    if more:
-        shown.append(f"... and {more} more error(s)")
-    raise DatasetError("\n".join(shown))
+@lru_cache(maxsize=1)
+def _quick_validator() -> Any:
+    """The schema compiled by fastjsonschema, or None when it is not installed."""
+    try:
+        import fastjsonschema
+    except ImportError:
+        return None
+    return fastjsonschema.compile(native_schema())
+
+
+def _quick_check(doc: Any) -> bool:
+    """True when ``doc`` is valid. Importing jsonschema costs seconds (its optional format
+    plugins parse grammars at import), so a valid file is passed by a compiled validator
+    and jsonschema is imported only to describe the errors of an invalid one."""
+    validator = _quick_validator()
+    if validator is None:
+        return False
+    try:
+        validator(doc)
+    except Exception:  # fastjsonschema.JsonSchemaException: let jsonschema name the problems
+        return False
+    return True
 
 
 def _describe(e: Any) -> list[str]:
@@ -131,8 +133,7 @@ def _describe(e: Any) -> list[str]:
         return [f"field {field!r} must be one of {options}, got {_short(e.instance)}"]
     if v == "type":
         expected = e.validator_value if isinstance(e.validator_value, str) else " or ".join(e.validator_value)
-        got = f"{_json_type(e.instance)} {_short(e.instance)}"
-        return [f"field {field!r} must be {_article(expected)}, got {got}"]
+        return [f"field {field!r} must be {_article(expected)}, got {got(e.instance)}"]
     if v in ("minLength", "pattern"):
         return [f"field {field!r} must not be empty, got {_short(e.instance)}"]
     if v == "minItems":
@@ -142,27 +143,9 @@ def _describe(e: Any) -> list[str]:
     return [f"field {field!r}: {message}"]
 
 
-def _unknown(name: str, known: list[str], what: str) -> str:
-    """'unknown turn id 't9' (did you mean 't8'?)' without listing every id."""
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown {what} {_short(name)}{hint}"
-
-
 def _article(expected: str) -> str:
     return {"string": "a string", "object": "an object", "array": "an array", "null": "null"}.get(
         expected, f"a {expected}" if " or " not in expected else expected)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
-    return names.get(type(value), type(value).__name__)
 
 
 def _field_name(path: list[Any]) -> str | None:
@@ -209,18 +192,6 @@ def _where(doc: Any, path: list[Any]) -> str:
     return ", ".join(parts)
 
 
-def _location(dialogue: str, session: str | None = None, turn: tuple[int, str] | None = None,
-              probe: str | None = None) -> str:
-    parts = [f"dialogue {_short(dialogue)}"]
-    if session is not None:
-        parts.append(f"session {_short(session)}")
-    if turn is not None:
-        parts.append(f"turn {turn[0]} ({_short(turn[1])})")
-    if probe is not None:
-        parts.append(f"probe {_short(probe)}")
-    return ", ".join(parts)
-
-
 def _time(value: str, source: str, where: str, field: str) -> float:
     try:
         return parse_time(value)
@@ -254,85 +225,3 @@ def _build_dialogue(d: dict[str, Any], source: str) -> Dialogue:
                             category=p.get("category"), metadata=dict(p.get("metadata", {})),
                             timestamp=asked, stale_evidence=list(p.get("stale_evidence", []))))
     return Dialogue(id=d["id"], sessions=sessions, probes=probes, metadata=dict(d.get("metadata", {})))
-
-
-def _check_dialogue_ids(dialogues: list[Dialogue], source: str) -> None:
-    seen: set[str] = set()
-    for d in dialogues:
-        if d.id in seen:
-            raise DatasetError(f"{source}: dialogue {_short(d.id)}: duplicate dialogue id")
-        seen.add(d.id)
-
-
-def check_dialogue(d: Dialogue, source: str = "<dataset>") -> None:
-    """Semantic checks the schema cannot express; raise DatasetError listing the problems.
-
-    - session ids and turn ids unique in the dialogue; probe ids unique;
-    - roles valid; turn times non-decreasing in replay order;
-    - a probe's ``after_turn`` and every evidence and stale_evidence id are turns of the
-      dialogue, said at or before the point where the probe is asked; no id is listed
-      twice, nor as both evidence and stale_evidence;
-    - a probe's ``timestamp``, when given, is not earlier than the time of the turn it
-      follows (``after_turn``, or the last turn when ``after_turn`` is None).
-    """
-    problems: list[str] = []
-    seen_sessions: set[str] = set()
-    positions: dict[str, int] = {}
-    times: dict[str, float] = {}
-    last: str | None = None  # id of the last turn in replay order
-    previous: float | None = None
-    n = 0
-    for s in d.sessions:
-        if s.id in seen_sessions:
-            problems.append(f"{source}: {_location(d.id, s.id)}: duplicate session id")
-        seen_sessions.add(s.id)
-        for i, t in enumerate(s.turns):
-            where = _location(d.id, s.id, (i + 1, t.id))
-            if t.id in positions:
-                problems.append(f"{source}: {where}: duplicate turn id {_short(t.id)}")
-            else:
-                positions[t.id] = n
-                times[t.id] = t.timestamp
-            last = t.id
-            if t.role not in ROLES:
-                problems.append(f"{source}: {where}: field 'role' must be one of "
-                                f"{', '.join(map(repr, ROLES))}, got {_short(t.role)}")
-            if previous is not None and t.timestamp < previous:
-                problems.append(f"{source}: {where}: field 'timestamp' goes back in time "
-                                f"(earlier than the previous turn)")
-            previous = t.timestamp
-            n += 1
-    seen_probes: set[str] = set()
-    known = list(positions)
-    for p in d.probes:
-        where = f"{source}: {_location(d.id, probe=p.id)}"
-        if p.id in seen_probes:
-            problems.append(f"{where}: duplicate probe id")
-        seen_probes.add(p.id)
-        asked_at = n
-        if p.after_turn is not None:
-            if p.after_turn not in positions:
-                problems.append(f"{where}: field 'after_turn': "
-                                f"{_unknown(p.after_turn, known, 'turn id')}")
-                continue
-            asked_at = positions[p.after_turn] + 1
-        follows = p.after_turn if p.after_turn is not None else last
-        if p.timestamp is not None and follows is not None and p.timestamp < times[follows]:
-            which = (f"after_turn {_short(follows)}" if p.after_turn is not None
-                     else f"the last turn {_short(follows)} (after_turn is None)")
-            problems.append(f"{where}: field 'timestamp' {format_time(p.timestamp)} is earlier "
-                            f"than {which} at {format_time(times[follows])}")
-        for name, ids in (("evidence", p.evidence), ("stale_evidence", p.stale_evidence)):
-            for e in ids:
-                if e not in positions:
-                    problems.append(f"{where}: field {name!r}: {_unknown(e, known, 'turn id')}")
-                elif positions[e] >= asked_at:
-                    problems.append(f"{where}: field {name!r}: turn {_short(e)} comes after the "
-                                    f"probe is asked (after_turn {_short(p.after_turn)})")
-            if len(set(ids)) != len(ids):
-                problems.append(f"{where}: field {name!r} lists a turn id twice")
-        both = sorted(set(p.evidence) & set(p.stale_evidence))
-        if both:
-            problems.append(f"{where}: field 'stale_evidence': turn {_short(both[0])} is also gold "
-                            f"evidence (a turn is either current or stale)")
-    _raise(problems)

@@ -111,9 +111,10 @@ class GistFilter(Filter):
         self.token_budget = token_budget
         self.token_counter = token_counter
         super().__init__(llm_filter=llm_filter, min_score=min_score, mmr=mmr, max_items=max_items)
+        self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        super()._on_params_changed()
+        getattr(super(), "_on_params_changed", lambda: None)()
         if self.gist is not None and not isinstance(self.gist, FirstSentenceGist):
             raise ConfigError(f"gist must be a FirstSentenceGist or LLMGist, got {type(self.gist).__name__}")
         if self.token_budget is not None and (isinstance(self.token_budget, bool)

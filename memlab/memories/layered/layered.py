@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...base import ConfigError
+from ...base import Param
 from ...llm.base import LLM, LLMUsage, sum_usage
 from ...records import Hit, MemoryRecord
-from ...retrieval.filters import Where, validate_where
-from ...strategies.base import Context, Strategy
+from ...filters import Where, validate_where
+from ...strategy import Context, Strategy
 from ...extraction import Extractor, LLMExtractor, RuleBasedExtractor
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory
@@ -53,9 +53,26 @@ class LayeredMemory(Strategy):
     memory, ``LLMExtractor(llm, on_failure="skip")`` and
     ``Filter(llm_filter=LLMRelevanceFilter(llm))``. ``user_id`` is written on every memory
     and, when set, restricts retrieval to it; ``where`` is a further long-term filter.
-    Retrieval results are memoised per (query, k, where, now) until the memory changes,
-    so ``retrieve`` followed by ``build_context`` searches (and calls an expander) once.
+    ``reset()`` removes from a ``long_term`` handed in only the memories it wrote (data
+    already there stays); ``clone()`` gets a long-term memory of its own (see
+    ``LongTermMemory.clone``). Retrieval results are memoised per (query, k, where, now)
+    until the memory changes, so ``retrieve`` followed by ``build_context`` searches (and
+    calls an expander) once.
     """
+
+    constraints = {
+        "short_term": Param(ShortTermMemory, none=True),
+        "long_term": Param(LongTermMemory, none=True),
+        "extractor": Param(Extractor, none=True),
+        "retrieve_step": Param(Retrieve, none=True),
+        "filter_step": Param(Filter, none=True),
+        "load_step": Param(Load, none=True),
+        "answer_step": Param(Answer, none=True),
+        "update_step": Param(Update, none=True),
+        "llm": Param(LLM, none=True, expected="an LLM (OpenAIChat, OfflineLLM) or None"),
+        "user_id": Param(str),
+        "flush_on_retrieve": Param(bool),
+    }
 
     def __init__(self, short_term: ShortTermMemory | None = None, long_term: LongTermMemory | None = None,
                  extractor: Extractor | None = None, retrieve_step: Retrieve | None = None,
@@ -78,20 +95,13 @@ class LayeredMemory(Strategy):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.llm is not None and not isinstance(self.llm, LLM):
-            raise ConfigError(f"llm must be an LLM (OpenAIChat, OfflineLLM) or None, got {type(self.llm).__name__}")
         validate_where(self.where)
-        for name, kind in (("short_term", ShortTermMemory), ("long_term", LongTermMemory),
-                           ("extractor", Extractor), ("retrieve_step", Retrieve), ("filter_step", Filter),
-                           ("load_step", Load), ("answer_step", Answer), ("update_step", Update)):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, kind):
-                raise ConfigError(f"{name} must be a {kind.__name__} or None, got {type(value).__name__}")
         llm = self.llm
         # (``is None`` tests, not ``or``: an empty memory is falsy)
         self._short = self.short_term if self.short_term is not None else (
             ShortTermMemory(summarizer=LLMSummarizer(llm)) if llm is not None else ShortTermMemory())
         self._long = self.long_term if self.long_term is not None else LongTermMemory()
+        self._handed_in = {r.id for r in self.long_term.records()} if self.long_term is not None else set()
         self._extractor = self.extractor if self.extractor is not None else (
             LLMExtractor(llm, on_failure="skip") if llm is not None else RuleBasedExtractor())
         self._retrieve = self.retrieve_step if self.retrieve_step is not None else Retrieve()
@@ -113,7 +123,11 @@ class LayeredMemory(Strategy):
     # -- Strategy interface ------------------------------------------------------------------
     def reset(self) -> None:
         self._short.clear()
-        self._long.clear()
+        if self.long_term is None:
+            self._long.clear()  # its own memory: everything in it came from this strategy
+        else:
+            # a memory handed in may hold its owner's data: remove only what was written since
+            self._long.delete([r.id for r in self._long.records() if r.id not in self._handed_in])
         self._update.reset_state()
         for part in self._usage_parts():
             part.reset_usage()

@@ -13,18 +13,18 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...base import Component, ConfigError
+from ...base import Component, ConfigError, Param
 from ...extraction import Extractor
 from ...llm.base import LLM, LLMUsage, UsesLLM, sum_usage
 from ...llm.counting import resolve_counter
 from ...records import Hit, MemoryRecord, Role
 from ...retrieval.expansion import QueryExpander
-from ...retrieval.filters import Where
+from ...filters import Where
 from ...retrieval.fusion import RRF, Fusion
 from ...retrieval.llm_expansion import HyDEExpander, LLMQueryRewriter, MultiQueryExpander
 from ...retrieval.llm_filter import LLMRelevanceFilter
 from ...retrieval.selection import MMRSelector, ScoreThreshold, Selector, rerank
-from ...strategies.base import Context
+from ...strategy import Context
 from .long_term import LongTermMemory, LongTermRetriever
 from .short_term import ShortTermMemory
 
@@ -104,6 +104,14 @@ class Retrieve(Step):
     kept. Skipped, with no LLM call, when long-term memory holds nothing.
     """
 
+    constraints = {
+        "query_rewriter": Param(LLMQueryRewriter, none=True),
+        "expander": Param(QueryExpander, none=True),
+        "k": Param(int, ge=1),
+        "candidates": Param(int, ge=1),
+        "fusion": Param(Fusion, none=True),
+    }
+
     def __init__(self, query_rewriter: LLMQueryRewriter | None = None,
                  expander: QueryExpander | None = None, k: int = 10, candidates: int = 20,
                  fusion: Fusion | None = None):
@@ -115,14 +123,6 @@ class Retrieve(Step):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        for name in ("k", "candidates"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be an int >= 1, got {value!r}")
-        if self.expander is not None and not isinstance(self.expander, QueryExpander):
-            raise ConfigError(f"expander must be a QueryExpander, got {type(self.expander).__name__}")
-        if self.fusion is not None and not isinstance(self.fusion, Fusion):
-            raise ConfigError(f"fusion must be a Fusion, got {type(self.fusion).__name__}")
         self._fusion = self.fusion if self.fusion is not None else RRF()
 
     def _parts(self) -> list[Any]:
@@ -202,22 +202,19 @@ class Filter(Step):
     retrieved (no LLM call).
     """
 
+    constraints = {
+        "llm_filter": Param(Selector, none=True),
+        "min_score": Param(float, none=True),
+        "mmr": Param(Selector, none=True),
+        "max_items": Param(int, ge=0),
+    }
+
     def __init__(self, llm_filter: Selector | None = None, min_score: float | None = None,
                  mmr: MMRSelector | None = None, max_items: int = 5):
         self.llm_filter = llm_filter
         self.min_score = min_score
         self.mmr = mmr
         self.max_items = max_items
-        self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if isinstance(self.max_items, bool) or not isinstance(self.max_items, int) or self.max_items < 0:
-            raise ConfigError(f"max_items must be an int >= 0, got {self.max_items!r}")
-        if self.llm_filter is not None and not isinstance(self.llm_filter, Selector):
-            raise ConfigError(f"llm_filter must be a Selector (LLMRelevanceFilter), "
-                              f"got {type(self.llm_filter).__name__}")
-        if self.mmr is not None and not isinstance(self.mmr, Selector):
-            raise ConfigError(f"mmr must be an MMRSelector, got {type(self.mmr).__name__}")
 
     def _parts(self) -> list[Any]:
         return [self.llm_filter]
@@ -288,6 +285,12 @@ class Load(Step):
     leaves out the system prompt in both.
     """
 
+    constraints = {
+        "system_prompt": Param(str, none=True),
+        "include_dates": Param(bool),
+        "conflict_instruction": Param(str, none=True),
+    }
+
     def __init__(self, system_prompt: str | None = None, include_dates: bool = True,
                  token_counter: Any = None, conflict_instruction: str | None = None):
         self.system_prompt = system_prompt
@@ -297,10 +300,6 @@ class Load(Step):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        for name in ("system_prompt", "conflict_instruction"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(f"{name} must be a string or None, got {type(value).__name__}")
         self._counter = resolve_counter(self.token_counter)
 
     def memory_message(self, hits: list[Hit]) -> dict[str, Any] | None:
@@ -346,6 +345,10 @@ class Load(Step):
 class Answer(UsesLLM, Step):
     """Generate the reply from the loaded messages with ``llm`` (``max_tokens`` caps it)."""
 
+    constraints = {
+        "max_tokens": Param(int, ge=1, none=True),
+    }
+
     def __init__(self, llm: LLM, max_tokens: int | None = None):
         self.llm = llm
         self.max_tokens = max_tokens
@@ -377,15 +380,17 @@ class Update(Step):
       ``metadata["session_id"]`` or ``["session"]``).
     """
 
+    constraints = {
+        "extract_every": Param(int, ge=1),
+        "archive_summaries": Param(bool),
+    }
+
     def __init__(self, extract_every: int = 1, archive_summaries: bool = True):
         self.extract_every = extract_every
         self.archive_summaries = archive_summaries
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if isinstance(self.extract_every, bool) or not isinstance(self.extract_every, int) \
-                or self.extract_every < 1:
-            raise ConfigError(f"extract_every must be an int >= 1, got {self.extract_every!r}")
         self.reset_state()
 
     def reset_state(self) -> None:

@@ -9,10 +9,11 @@ changed embedder re-embeds everything). ``last_repair`` says what was repaired.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 
-from ....base import Component, ConfigError
+from ....base import Component, Param, Resource
 from ....decay import Clock, DecayModel
 from ....embeddings.base import Embedder
 from ....embeddings.hashing import HashingEmbedder
@@ -24,7 +25,7 @@ from .search import DecaySearch
 from .writing import WritePath
 
 
-class LongTermMemory(Consolidation, DecaySearch, WritePath, Repository, Component):
+class LongTermMemory(Consolidation, DecaySearch, WritePath, Repository, Resource, Component):
     """Persistent typed memories searched by meaning, with decay, conflicts and repair.
 
     Columns: memory_id, user_id, content, memory_type ('fact' | 'preference' |
@@ -51,31 +52,41 @@ class LongTermMemory(Consolidation, DecaySearch, WritePath, Repository, Componen
     - ``now``: the argument, else ``clock.now()``, else the newest timestamp or recall
       time stored (dialogue time; the wall clock is never read implicitly, except by
       ``add`` without a timestamp and without a clock).
+    - ``namespace``: one file holds several memories apart, one per namespace (rows are
+      read, written, counted and cleared within it). ``clone()`` of a memory kept in a
+      file is bound to a namespace of its own below this one (``clone-1``, ...; the replay
+      names it after the dialogue), emptied first, so no clone recalls its original's
+      memories.
     """
 
     #: Candidates asked from the vector store per search (doubled while filters leave too few).
     CANDIDATES = 50
 
+    constraints = {
+        "path": Param((str, os.PathLike), none=True, expected="a file path or None"),
+        "vector_store": Param(VectorStore, none=True),
+        "embedder": Param(Embedder, none=True),
+        "decay": Param(DecayModel, none=True),
+        "conflict_resolver": Param(ConflictResolver, none=True),
+        "clock": Param(Clock, none=True),
+        "namespace": Param(str),
+    }
+
     def __init__(self, path: str | None = None, vector_store: VectorStore | None = None,
                  embedder: Embedder | None = None, decay: DecayModel | None = None,
-                 conflict_resolver: ConflictResolver | None = None, clock: Clock | None = None):
+                 conflict_resolver: ConflictResolver | None = None, clock: Clock | None = None,
+                 namespace: str = ""):
         self.path = path
         self.vector_store = vector_store
         self.embedder = embedder
         self.decay = decay
         self.conflict_resolver = conflict_resolver
         self.clock = clock
+        self.namespace = namespace
         self._db: sqlite3.Connection | None = None
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        for name, value, kind in (("vector_store", self.vector_store, VectorStore),
-                                  ("embedder", self.embedder, Embedder),
-                                  ("decay", self.decay, DecayModel),
-                                  ("conflict_resolver", self.conflict_resolver, ConflictResolver),
-                                  ("clock", self.clock, Clock)):
-            if value is not None and not isinstance(value, kind):
-                raise ConfigError(f"{name} must be a {kind.__name__} or None, got {type(value).__name__}")
         self.close()
         self._lock = threading.RLock()
         self._store = self.vector_store if self.vector_store is not None else NumpyVectorStore()
@@ -83,3 +94,14 @@ class LongTermMemory(Consolidation, DecaySearch, WritePath, Repository, Componen
         self._resolver = self.conflict_resolver if self.conflict_resolver is not None else ConflictResolver()
         self._db = self._connect()
         self._last_repair = self.check_and_repair()
+
+    def scoped(self, scope: str) -> LongTermMemory:
+        """A fresh memory: in memory, a plain clone; in a file, the same file and parameters
+        with namespace ``<namespace>/<scope>`` (``scope`` alone from the default one), emptied."""
+        params = self._cloned_params(scope)
+        if self.path is not None:
+            params["namespace"] = f"{self.namespace}/{scope}" if self.namespace else str(scope)
+        fresh = type(self)(**params)
+        if self.path is not None:
+            fresh.clear()
+        return fresh

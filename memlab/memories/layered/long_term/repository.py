@@ -13,7 +13,8 @@ from typing import Any, Mapping, Sequence
 
 from ....base import ConfigError, MemlabError, did_you_mean
 from ....records import MEMORY_TYPES, MemoryRecord, Role
-from ....retrieval.filters import Where, matches, validate_where
+from ....filters import Where, matches, validate_where
+from ....storage.sqlite import connect
 from ....storage.vector import VectorStore
 
 log = logging.getLogger("memlab.memories.layered.long_term")
@@ -47,6 +48,9 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS memories_user_subject ON memories (user_id, subject, status);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+# Added apart from the table so that files written before namespaces existed gain the column.
+_NAMESPACE = ("ALTER TABLE memories ADD COLUMN namespace TEXT NOT NULL DEFAULT ''",
+              "CREATE INDEX IF NOT EXISTS memories_namespace ON memories (namespace, seq)")
 # the CHECK lists MEMORY_TYPES, so the table and the code agree on the memory types
 _SCHEMA = _SCHEMA_TEMPLATE.format(types=", ".join(f"'{t}'" for t in MEMORY_TYPES))
 _COLUMNS = ("seq", "memory_id", "user_id", "content", "memory_type", "subject", "source_session",
@@ -99,9 +103,14 @@ class Repository:
             if not os.path.isdir(folder):
                 raise ConfigError(f"path {self.path!r}: folder {folder!r} does not exist")
         try:
-            conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+            conn = connect(target, isolation_level=None)
             conn.executescript(_SCHEMA)
-            missing = set(_COLUMNS) - {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+            if "namespace" not in columns:
+                for statement in _NAMESPACE[:1]:
+                    conn.execute(statement)
+            conn.execute(_NAMESPACE[1])
+            missing = set(_COLUMNS) - columns
         except sqlite3.DatabaseError as exc:
             raise MemlabError(f"path {self.path!r} is not a usable SQLite file: {exc}") from exc
         if missing:
@@ -158,8 +167,10 @@ class Repository:
             if stored is not None and stored[0] != identity:
                 report.embedder_changed = True
                 self._store.clear()
-            rows = self.db.execute(_SELECT + " ORDER BY seq").fetchall()
-            row_ids = {r[1] for r in rows}
+            # a vector store may be shared by the namespaces of one file: only a vector whose
+            # id is in no namespace is an orphan; only this namespace's rows are re-embedded
+            rows = self.db.execute(_SELECT + " WHERE namespace = ? ORDER BY seq", (self.namespace,)).fetchall()
+            row_ids = {r[0] for r in self.db.execute("SELECT memory_id FROM memories")}
             vector_ids = self._store.ids()
             report.deleted_vectors = [i for i in vector_ids if i not in row_ids]
             if report.deleted_vectors:
@@ -188,7 +199,8 @@ class Repository:
             return float(now)
         if self.clock is not None:
             return float(self.clock.now())
-        row = self.db.execute("SELECT MAX(MAX(timestamp), MAX(last_accessed)) FROM memories").fetchone()
+        row = self.db.execute("SELECT MAX(MAX(timestamp), MAX(last_accessed)) FROM memories WHERE namespace = ?",
+                              (self.namespace,)).fetchone()
         return float(row[0]) if row and row[0] is not None else 0.0
 
     # -- rows and records ----------------------------------------------------------------
@@ -210,7 +222,12 @@ class Repository:
                             timestamp=row["timestamp"], agent_id=row["user_id"], metadata=metadata)
 
     def _rows(self, sql: str = "", args: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        return [self._row(r) for r in self.db.execute(f"{_SELECT} {sql}", tuple(args)).fetchall()]
+        """Rows of this namespace: ``sql`` is "WHERE ..." and/or "ORDER BY ..."."""
+        if sql.startswith("WHERE "):
+            sql = "WHERE namespace = ? AND " + sql[len("WHERE "):]
+        else:
+            sql = "WHERE namespace = ? " + sql
+        return [self._row(r) for r in self.db.execute(f"{_SELECT} {sql}", (self.namespace, *args)).fetchall()]
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         rows = self._rows("WHERE memory_id = ?", (str(memory_id),))
@@ -224,12 +241,14 @@ class Repository:
                 and matches(self._view(r), where)]
 
     def __len__(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+        return int(self.db.execute("SELECT COUNT(*) FROM memories WHERE namespace = ?",
+                                   (self.namespace,)).fetchone()[0])
 
     def count(self, status: str | None = None) -> int:
         if status is None:
             return len(self)
-        return int(self.db.execute("SELECT COUNT(*) FROM memories WHERE status = ?", (status,)).fetchone()[0])
+        return int(self.db.execute("SELECT COUNT(*) FROM memories WHERE namespace = ? AND status = ?",
+                                   (self.namespace, status)).fetchone()[0])
 
     @staticmethod
     def _view(row: Mapping[str, Any]) -> dict[str, Any]:

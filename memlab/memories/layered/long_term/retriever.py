@@ -7,7 +7,7 @@ from typing import Any
 from ....base import MemlabError
 from ....records import Hit, MemoryRecord
 from ....retrieval.base import Retriever
-from ....retrieval.filters import Where
+from ....filters import Where
 from .memory import LongTermMemory
 
 

@@ -7,7 +7,7 @@ from typing import Iterable
 
 from ....base import MemlabError
 from ....records import Hit
-from ....retrieval.filters import Where, matches
+from ....filters import Where, matches
 from .repository import VECTOR_KEYS, _where_keys
 
 

@@ -81,8 +81,11 @@ class WritePath:
                         old["memory_id"]))
             return old["memory_id"]
         if not row["memory_id"]:
-            n = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM memories").fetchone()[0]
-            key = "\x1f".join([row["user_id"], row["memory_type"], row["content"], repr(row["timestamp"]), str(n)])
+            n = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM memories WHERE namespace = ?",
+                           (self.namespace,)).fetchone()[0]
+            parts = [row["user_id"], row["memory_type"], row["content"], repr(row["timestamp"]), str(n)]
+            # the default namespace keeps the ids it always had; another one names itself in them
+            key = "\x1f".join(parts + ([self.namespace] if self.namespace else []))
             row["memory_id"] = "mem-" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
         elif db.execute("SELECT 1 FROM memories WHERE memory_id = ?", (row["memory_id"],)).fetchone():
             raise MemlabError(f"memory_id {row['memory_id']!r} already exists")
@@ -99,10 +102,11 @@ class WritePath:
                            (row["memory_id"], superseded.id))
             supersedes = [str(i) for i in new.metadata.get("supersedes", [])]
         strength = self.decay.initial() if self.decay is not None else 1.0
-        db.execute("INSERT INTO memories (memory_id, user_id, content, memory_type, subject, source_session, "
-                   "timestamp, access_count, last_accessed, strength, status, supersedes, superseded_by, "
-                   "source_ids) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 'active', ?, NULL, ?)",
-                   (row["memory_id"], row["user_id"], row["content"], row["memory_type"], row["subject"],
+        db.execute("INSERT INTO memories (namespace, memory_id, user_id, content, memory_type, subject, "
+                   "source_session, timestamp, access_count, last_accessed, strength, status, supersedes, "
+                   "superseded_by, source_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 'active', ?, NULL, ?)",
+                   (self.namespace, row["memory_id"], row["user_id"], row["content"], row["memory_type"],
+                    row["subject"],
                     row["source_session"], row["timestamp"], row["timestamp"], strength,
                     json.dumps(supersedes), json.dumps(row["source_ids"])))
         written.append(row)
@@ -112,8 +116,8 @@ class WritePath:
         """Delete memories from both stores (unknown ids ignored); returns the deleted ids."""
         ids = [str(i) for i in ids]
         with self._lock:
-            known = [i for i in ids if self.db.execute("SELECT 1 FROM memories WHERE memory_id = ?",
-                                                          (i,)).fetchone()]
+            known = [i for i in ids if self.db.execute(
+                "SELECT 1 FROM memories WHERE memory_id = ? AND namespace = ?", (i, self.namespace)).fetchone()]
             if not known:
                 return []
             self.db.execute("BEGIN IMMEDIATE")
@@ -128,14 +132,17 @@ class WritePath:
             return known
 
     def clear(self) -> None:
-        """Delete every memory (both stores)."""
+        """Delete every memory of this namespace (both stores)."""
         with self._lock:
+            ids = [r[0] for r in self.db.execute("SELECT memory_id FROM memories WHERE namespace = ?",
+                                                 (self.namespace,))]
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                self.db.execute("DELETE FROM memories")
-                # restart the sequence so that a cleared memory numbers (and names) as a new one
-                self.db.execute("DELETE FROM sqlite_sequence WHERE name = 'memories'")
-                self._store.clear()
+                self.db.execute("DELETE FROM memories WHERE namespace = ?", (self.namespace,))
+                if not self.db.execute("SELECT 1 FROM memories LIMIT 1").fetchone():
+                    # restart the sequence so that a cleared memory numbers (and names) as a new one
+                    self.db.execute("DELETE FROM sqlite_sequence WHERE name = 'memories'")
+                self._store.delete(ids)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")

@@ -1,0 +1,128 @@
+"""``memlab compare``: results files in, a paired and dialogue-clustered comparison out.
+
+Every file is a results table (``memlab eval --output``, a sweep's ``results.parquet``).
+Strategies are the values of its ``strategy`` column; when one label appears in several
+files, each is prefixed with its file name (``runA:bm25``). Two strategies (two files of
+one strategy each, or ``a``/``b`` labels) give one paired comparison
+(``memlab.eval.compare.compare_pair``); more give every pair with Holm-adjusted p-values.
+Results of different datasets (``dataset_hash``) or of different probes are refused:
+a paired comparison needs both strategies to answer the same questions.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..base import MemlabError
+from .compare import KEYS, compare_pair, pairwise, to_markdown
+from .metrics import metric_columns
+from .results import load_results
+
+
+def load_labelled(paths: Sequence[str]) -> pd.DataFrame:
+    """The files' rows stacked, with labels made unique across files (see the module docstring)."""
+    frames = []
+    for path in paths:
+        frame = load_results(str(path))
+        for col in ("strategy", *KEYS):
+            if col not in frame.columns:
+                raise MemlabError(f"{path}: not a results table (no column {col!r})")
+        frames.append(frame.assign(_file=Path(path).stem))
+    labels = [set(f["strategy"].astype(str)) for f in frames]
+    shared = set.union(*[a & b for i, a in enumerate(labels) for b in labels[i + 1:]]) if len(frames) > 1 else set()
+    for frame in frames:
+        if shared:
+            frame["strategy"] = [f"{f}:{s}" if s in shared else s
+                                 for f, s in zip(frame["_file"], frame["strategy"].astype(str))]
+    combined = pd.concat(frames, ignore_index=True)
+    if "dataset_hash" in combined.columns:
+        hashes = combined.groupby("_file", sort=False)["dataset_hash"].unique()
+        found = sorted({str(h) for hs in hashes for h in hs})
+        if len(found) > 1:
+            raise MemlabError(f"memlab compare: the results come from different datasets "
+                              f"({', '.join(h[:12] for h in found)}); compare runs on one dataset")
+    return combined.drop(columns="_file")
+
+
+def check_same_probes(df: pd.DataFrame, names: Sequence[str]) -> None:
+    keysets = {n: set(map(tuple, df.loc[df["strategy"] == n, list(KEYS)].astype(str).to_numpy())) for n in names}
+    first = names[0]
+    for other in names[1:]:
+        only_a, only_b = keysets[first] - keysets[other], keysets[other] - keysets[first]
+        if only_a or only_b:
+            raise MemlabError(f"memlab compare: {first!r} and {other!r} were not run on the same probes "
+                              f"({len(only_a)} only in {first!r}, {len(only_b)} only in {other!r})")
+
+
+def _check_metric(df: pd.DataFrame, metric: str) -> None:
+    if metric in df.columns:
+        return
+    known = metric_columns(df)
+    close = difflib.get_close_matches(metric, known, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else f" Metrics: {', '.join(known)}"
+    raise MemlabError(f"memlab compare: no metric {metric!r} in the results.{hint}")
+
+
+def run_compare(paths: Sequence[str], metric: str, a: str | None = None, b: str | None = None,
+                n_resamples: int = 10_000, seed: int = 0, as_json: bool = False) -> str:
+    """What ``memlab compare`` prints: one JSON object, or readable text."""
+    if (a is None) != (b is None):
+        raise MemlabError("memlab compare: give both --a and --b, or neither")
+    df = load_labelled(paths)
+    _check_metric(df, metric)
+    present = sorted(df["strategy"].astype(str).unique())
+    if a is not None:
+        for name in (a, b):
+            if name not in present:
+                close = difflib.get_close_matches(name, present, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else f" Labels: {', '.join(present)}"
+                raise MemlabError(f"memlab compare: no strategy {name!r} in the results.{hint}")
+        names = [a, b]
+    else:
+        # file order, then label order within a file
+        names = list(dict.fromkeys(df["strategy"].astype(str)))
+    if len(names) < 2:
+        raise MemlabError(f"memlab compare: need two strategies, the results hold {len(names)} ({names[0]!r}); "
+                          f"give a second results file")
+    check_same_probes(df, names)
+    if len(names) == 2:
+        r = compare_pair(df, names[0], names[1], metric, n_resamples=n_resamples, seed=seed)
+        out = {"metric": metric, "a": r.a, "b": r.b, "mean_a": r.mean_a, "mean_b": r.mean_b, "diff": r.diff,
+               "ci": [r.ci_low, r.ci_high], "p_value": r.p_value, "n_probes": r.n_probes,
+               "n_dialogues": r.n_dialogues, "wins": r.wins, "ties": r.ties, "losses": r.losses}
+        if as_json:
+            return json.dumps(_clean(out))
+        return (f"{metric}: {r.a} {r.mean_a:.4f} vs {r.b} {r.mean_b:.4f}; diff {r.diff:+.4f} "
+                f"(95% CI {r.ci_low:+.4f} to {r.ci_high:+.4f}, p = {r.p_value:.4g}; paired over "
+                f"{r.n_probes} probes, clustered by {r.n_dialogues} dialogues; "
+                f"{r.wins} wins / {r.ties} ties / {r.losses} losses)")
+    table = pairwise(df, metric, names, n_resamples=n_resamples, seed=seed)
+    if as_json:
+        pairs = [{**{k: row[k] for k in ("a", "b", "mean_a", "mean_b", "diff")}, "ci": [row["ci_low"], row["ci_high"]],
+                  **{k: row[k] for k in ("p_value", "p_holm", "n_probes", "n_dialogues")}}
+                 for row in table.to_dict("records")]
+        return json.dumps(_clean({"metric": metric, "pairs": pairs}))
+    return (f"{metric}: every pair, paired by probe, clustered by dialogue; p_holm corrects for "
+            f"{len(table)} comparisons\n" + to_markdown(table.drop(columns=["metric"])))
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+__all__ = ["check_same_probes", "load_labelled", "run_compare"]

@@ -1,0 +1,132 @@
+"""The strategy interface (core: memories implement it, the harness replays it).
+
+A strategy owns a memory and decides what to recall for a query and what context to
+hand the model. The harness calls, in dialogue order:
+
+- ``observe(record)`` for every dialogue turn (``record.id`` is the turn id,
+  ``record.timestamp`` the dialogue time);
+- ``retrieve(query, k, now=...)`` and ``build_context(query, now=...)`` at each probe;
+- ``llm_usage()`` to learn what the strategy's own LLM calls cost;
+- ``hit_tokens(hits)`` to learn what each ranked hit costs in a context (token-matched
+  metrics compare strategies at equal tokens, whatever one hit stands for);
+- ``reset()`` before the next dialogue.
+
+Before all that, ``warm(texts, queries)`` once, with every turn and question of the dataset.
+
+Time is explicit: ``now`` is dialogue time in epoch seconds. When it is None a strategy
+uses the timestamp of the newest record it observed, so a replay never reads the wall
+clock unless a strategy is configured to.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import Component, Warmable
+from .filters import Where
+from .records import Hit, MemoryRecord
+
+
+@dataclass
+class Context:
+    """What the memory puts in front of the model: OpenAI messages, their token count, and
+    where they came from.
+
+    One rule for every strategy, so that ``token_count`` compares across strategies:
+    ``messages`` is what the memory contributes (summaries, recalled memories, history),
+    plus a system prompt only when the strategy was explicitly configured with one
+    (e.g. ``RetrievalStrategy(system_prompt=...)``, ``Load(system_prompt=...)``). It never
+    holds the question being asked: whoever answers (``memlab.eval.answers.Answerer``, an
+    agent's own answer step) appends it, with its own instructions. ``token_count`` counts
+    exactly ``messages``.
+
+    ``record_ids`` are the memory records in the context; ``source_ids`` the dialogue
+    turns they stand for (a summary or extracted fact names the turns it came from).
+    """
+
+    messages: list[dict[str, Any]]
+    token_count: int
+    record_ids: list[str] = field(default_factory=list)
+    source_ids: list[str] = field(default_factory=list)
+
+
+class Strategy(Component):
+    """Base class for memory strategies. Constructor arguments are the whole configuration."""
+
+    #: True only for reference strategies that read the gold answer (``oracle``): the
+    #: harness then calls ``see_probe(probe)`` before asking each probe. A real memory
+    #: never sees the gold, so the default is False and ``see_probe`` is never called.
+    uses_gold: bool = False
+
+    def see_probe(self, probe: Any) -> None:
+        """Be shown the probe about to be asked (gold evidence included); only if ``uses_gold``."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Forget everything observed; afterwards the strategy behaves like a fresh clone."""
+
+    @abstractmethod
+    def observe(self, record: MemoryRecord) -> None:
+        """Take in one dialogue turn."""
+
+    @abstractmethod
+    def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
+                 now: float | None = None) -> list[Hit]:
+        """At most ``k`` hits, best first, scores non-increasing, ranks 1..n."""
+
+    @abstractmethod
+    def build_context(self, query: str, *, now: float | None = None) -> Context:
+        """The context handed to the model for ``query`` (within the strategy's token budget)."""
+
+    def store_size(self) -> int | None:
+        """How many records the memory holds now (turns, summaries, extracted memories that
+        are still active); None when the strategy does not say. Lifecycle traces plot it."""
+        return None
+
+    def llm_usage(self) -> dict[str, int]:
+        """Tokens spent by the strategy's own LLM calls since the last reset.
+
+        Keys: ``prompt_tokens``, ``completion_tokens``, ``calls`` (and, from
+        ``LLMUsage.as_dict``, ``cached_calls``, ``cached_tokens``). A call answered by a
+        response cache counts the tokens its original call cost, so the figures do not
+        depend on the cache state. Zero for strategies that make no LLM calls.
+        """
+        return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
+
+    def hit_tokens(self, hits: list[Hit]) -> list[int]:
+        """Tokens each hit takes in a context, in the strategy's token counter.
+
+        Default: ``counter.count_message(hit.memory_record.to_openai())`` (the hit as its own
+        chat message, framing included), with the strategy's ``token_counter`` parameter
+        when it has one that is set, else memlab's default counter (tiktoken o200k_base).
+        A strategy that shows hits differently (e.g. as lines of one memory message)
+        overrides this.
+        """
+        counter = getattr(self, "token_counter", None)
+        if counter is None or not callable(getattr(counter, "count_message", None)):
+            counter = _default_counter()
+        return [int(counter.count_message(h.memory_record.to_openai())) for h in hits]
+
+    def warm(self, texts: Sequence[str], queries: Sequence[str] = ()) -> int:
+        """Prepare for ``texts`` before a replay feeds them one at a time: every ``Warmable``
+        in the strategy's configuration (``Component.components``; e.g. a ``CachedEmbedder``
+        with a file fills its cache in batches) is warmed. Returns the most texts any part
+        prepared (0: nothing to prepare). Override to warm state the configuration does not show.
+        """
+        texts, queries = list(texts), list(queries)
+        return max((c.warm(texts, queries) for c in self.components() if isinstance(c, Warmable)), default=0)
+
+
+_DEFAULT_COUNTER: Any = None
+
+
+def _default_counter() -> Any:
+    global _DEFAULT_COUNTER
+    if _DEFAULT_COUNTER is None:  # one shared counter: its memo serves every strategy
+        from .tokens import TiktokenCounter
+
+        _DEFAULT_COUNTER = TiktokenCounter()
+    return _DEFAULT_COUNTER

@@ -70,8 +70,7 @@ class DecayRetriever(WrapperRetriever):
                  clock: Clock | None = None, gc: bool = True, candidates: int = 50):
         super().__init__()
         self.retriever = retriever
-        # None resolves to Ebbinghaus() so that get_params shows decay__strength_growth.
-        self.decay = decay if decay is not None else Ebbinghaus()
+        self.decay = decay
         self.combine = combine
         self.weight = weight
         self.reinforce = reinforce
@@ -83,12 +82,11 @@ class DecayRetriever(WrapperRetriever):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.decay is None:
-            self.decay = Ebbinghaus()
+        self._decay = self._resolve("decay", lambda: Ebbinghaus())
         self._check_wrapped()
-        if not isinstance(self.decay, DecayModel):
+        if not isinstance(self._decay, DecayModel):
             raise ConfigError(f"decay must be a DecayModel (Ebbinghaus, ExponentialRecency, "
-                              f"TimeWeighting), got {type(self.decay).__name__}")
+                              f"TimeWeighting), got {type(self._decay).__name__}")
         if self.combine not in COMBINE_MODES:
             raise ConfigError(f"combine must be one of {', '.join(COMBINE_MODES)}, got {self.combine!r}")
         if not 0 <= self.weight <= 1:
@@ -107,7 +105,7 @@ class DecayRetriever(WrapperRetriever):
 
     def _adopted(self, records: list[MemoryRecord]) -> None:
         for r in records:
-            self._state[r.id] = [self.decay.initial(), r.timestamp, 0]
+            self._state[r.id] = [self._decay.initial(), r.timestamp, 0]
         self._oldest_cache = None
 
     def _oldest(self) -> float:
@@ -124,7 +122,7 @@ class DecayRetriever(WrapperRetriever):
 
     def _clear(self) -> None:
         self.retriever.reset()
-        self.decay.reset()
+        self._decay.reset()
         self._state = {}
         self._oldest_cache = None
 
@@ -146,7 +144,7 @@ class DecayRetriever(WrapperRetriever):
     def retention(self, id: str, now: float | None = None) -> float:
         """The record's current retention weight."""
         strength, last, _ = self._state[id]
-        return self.decay.weight(self.resolve_now(now), last, strength)
+        return self._decay.weight(self.resolve_now(now), last, strength)
 
     def reinforce_ids(self, ids: Iterable[str], now: float | None = None) -> None:
         """Recall ``ids``: strength grows, last_recall = now (never moves back), count + 1."""
@@ -155,7 +153,7 @@ class DecayRetriever(WrapperRetriever):
             state = self._state.get(i)
             if state is None:
                 continue
-            state[0] = self.decay.reinforce(state[0])
+            state[0] = self._decay.reinforce(state[0])
             state[1] = max(state[1], t)
             state[2] += 1
 
@@ -169,7 +167,7 @@ class DecayRetriever(WrapperRetriever):
         doomed = []
         for i in list(self._records):
             strength, last, _ = self._state[i]
-            if self.decay.should_forget(self.decay.elapsed(t, last), strength):
+            if self._decay.should_forget(self._decay.elapsed(t, last), strength):
                 doomed.append(i)
         self.remove(doomed)
         return doomed
@@ -190,10 +188,10 @@ class DecayRetriever(WrapperRetriever):
         relevance = [h.score for h in inner]
         if self.combine == "prior":
             span = t - self._oldest()
-            retention = [self.decay.retention(max(0.0, t - self._state[h.id][1]) / span if span > 0 else 0.0,
+            retention = [self._decay.retention(max(0.0, t - self._state[h.id][1]) / span if span > 0 else 0.0,
                                               self._state[h.id][0]) for h in inner]
         else:
-            retention = [self.decay.weight(t, self._state[h.id][1], self._state[h.id][0]) for h in inner]
+            retention = [self._decay.weight(t, self._state[h.id][1], self._state[h.id][0]) for h in inner]
         if self.combine == "prior":
             final = [r + self.weight * w for r, w in zip(scale_to_best(relevance), retention)]
         elif self.combine == "multiply":

@@ -10,6 +10,8 @@ from memlab.records import MemoryRecord
 from memlab.retrieval.bm25 import BM25Retriever
 from memlab.retrieval.decay_retriever import DecayRetriever, scale_to_best
 from memlab.retrieval.hybrid import HybridRetriever
+from memlab.retrieval.vector import VectorRetriever
+from memlab.storage.vector import NumpyVectorStore
 
 DAY = 86400.0
 
@@ -131,13 +133,14 @@ def test_reinforce_none_and_explicit_reinforce_ids():
 
 
 def test_collect_garbage_deletes_from_every_store():
-    d = DecayRetriever(HybridRetriever(), reinforce="none")
+    d = DecayRetriever(HybridRetriever([BM25Retriever(), VectorRetriever(vector_store=NumpyVectorStore())]),
+                       reinforce="none")
     d.add([rec(0, "old fact", 0.0), rec(1, "new fact", 2.5 * DAY)])
     # at 3 days: record 0 has exp(-3) < 0.05, record 1 exp(-0.5)
     assert d.collect_garbage(now=3 * DAY) == ["0"]
     bm25, vector = d.retriever.retrievers
     assert "0" not in d and "0" not in d.retriever and "0" not in bm25 and "0" not in vector
-    assert vector.store.ids() == ["1"] and bm25.scores("old") == {}
+    assert vector.vector_store.ids() == ["1"] and bm25.scores("old") == {}
     assert [h.id for h in d.search("fact", now=3 * DAY)] == ["1"]
 
 
@@ -164,7 +167,7 @@ def test_stochastic_gc_is_deterministic_and_reset_reseeds():
 
 
 def test_params_nest_and_validate():
-    d = DecayRetriever(BM25Retriever())
+    d = DecayRetriever(BM25Retriever(), decay=Ebbinghaus())
     params = d.get_params()
     assert params["decay__strength_growth"] == 1.0 and params["retriever__k1"] == 1.5
     d.set_params(decay__strength_growth=2.0)

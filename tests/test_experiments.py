@@ -148,6 +148,9 @@ def test_sweep_compare_builtins_through_the_cli(tmp_path: Path) -> None:
     assert len(list(out.glob("*.png"))) == 4
     summary = pd.read_csv(out / "summary.csv")
     assert sorted(summary["strategy"]) == expected
+    # strategies whose hits differ in size meet at equal tokens, with dialogue-clustered CIs
+    assert (summary["tokens@256tok"] <= 256).all()
+    assert (summary["recall@256tok_ci_low"] <= summary["recall@256tok"]).all()
 
 
 def test_the_readme_examples_run_as_written(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -221,6 +221,60 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
                          llm=model)
 
 
+@registry.register("layered_lifecycle")
+def layered_lifecycle(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, token_budget: int = 4000,
+                      merge_threshold: float = 0.5, min_support: int = 3, show: str = "both",
+                      summarize_every: int | None = 5, consolidate_every: int | None = 5,
+                      gist_words: int = 20, gist_budget: int | None = None):
+    """Layered memory with a lifecycle: merged, abstracted, summarised, gisted memories.
+
+    Every user turn is a long-term memory (``TurnExtractor``, typed by the rules, so a
+    newer location or drink supersedes the older one); every ``consolidate_every`` turns
+    similar memories are merged (cosine >= ``merge_threshold``) and recurring topics (in
+    ``min_support`` memories or more) abstracted; every ``summarize_every`` turns the
+    short-term memory is summarised into long-term memory. Retrieval shows abstractions
+    as ``show`` ("abstraction", "evidence", "both"); the filter step shows each memory as
+    a gist of at most ``gist_words`` words (within ``gist_budget`` tokens when set); the
+    memory message tells the model to prefer the newest information. ``llm`` as for
+    ``layered``: with one, merging, abstraction, gists and summaries are written by it.
+    """
+    from ..extraction import TurnExtractor
+    from ..memories.layered import (
+        CONFLICT_INSTRUCTION,
+        AbstractionRetrieve,
+        Abstractor,
+        FirstSentenceGist,
+        GistFilter,
+        LayeredMemory,
+        LifecycleUpdate,
+        LLMAbstractor,
+        LLMGist,
+        LLMMerger,
+        LLMSummarizer,
+        Load,
+        Merger,
+        ShortTermMemory,
+    )
+
+    model = make_llm(llm)
+    if model is not None:
+        merger: Any = LLMMerger(model, threshold=merge_threshold)
+        abstractor: Any = LLMAbstractor(model, min_support=min_support)
+        gist: Any = LLMGist(model, max_words=gist_words)
+    else:
+        merger, abstractor = Merger(threshold=merge_threshold), Abstractor(min_support=min_support)
+        gist = FirstSentenceGist(max_words=gist_words)
+    return LayeredMemory(
+        short_term=ShortTermMemory(max_turns=max_turns, keep_recent=keep_recent, token_budget=token_budget,
+                                   summarizer=LLMSummarizer(model) if model is not None else None),
+        extractor=TurnExtractor(), retrieve_step=AbstractionRetrieve(show=show),
+        filter_step=GistFilter(gist=gist, token_budget=gist_budget),
+        load_step=Load(conflict_instruction=CONFLICT_INSTRUCTION),
+        update_step=LifecycleUpdate(summarize_every=summarize_every, consolidate_every=consolidate_every,
+                                    merger=merger, abstractor=abstractor),
+        llm=model)
+
+
 def make_llm(llm: Any):
     """An LLM by name: None, "offline", "openai", or an LLM instance."""
     from ..llm.base import LLM

@@ -43,7 +43,9 @@ class RetrievalStrategy(Strategy):
     decay_combine, decay_weight: how retention meets relevance (``DecayRetriever``):
         "multiply" (relevance * retention), "add", or "weighted"
         ((1 - decay_weight) * minmax(relevance) + decay_weight * retention), which keeps
-        relevance in play when fused scores (RRF) vary little.
+        relevance in play when fused scores (RRF) vary little, or "prior" (relevance scaled
+        to the best hit + decay_weight * retention, time relative to the dialogue's span: a
+        bounded recency prior that reorders only near-equal hits).
     reinforce: which recalls strengthen a memory under ``decay``: "used" (those that made it
         into a built context: what the agent saw), "returned" (every hit ``retrieve``
         returns, after the cut to k) or "none".

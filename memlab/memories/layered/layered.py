@@ -222,6 +222,7 @@ class LayeredMemory(Strategy):
     def usage_by_step(self) -> dict[str, dict[str, int]]:
         return {"summarize": self._short.usage.as_dict(), "extract": self._extractor.usage.as_dict(),
                 "retrieve": self._retrieve.usage.as_dict(), "filter": self._filter.usage.as_dict(),
+                "update": self._update.usage.as_dict(),
                 "answer": (self._answer.usage if self._answer is not None else LLMUsage()).as_dict()}
 
     # -- inspection ----------------------------------------------------------------------------
@@ -243,7 +244,8 @@ class LayeredMemory(Strategy):
 
     # -- helpers --------------------------------------------------------------------------------
     def _usage_parts(self) -> list[Any]:
-        parts: list[Any] = [self._short.resolved_summarizer, self._extractor, self._retrieve, self._filter]
+        parts: list[Any] = [self._short.resolved_summarizer, self._extractor, self._retrieve, self._filter,
+                            self._update]  # a LifecycleUpdate's merger and abstractor
         if self._answer is not None:
             parts.append(self._answer)
         return parts

@@ -31,7 +31,7 @@ from .short_term import ShortTermMemory
 # the LLM expanders and the filter live in memlab.retrieval; imported here for the old paths
 __all__ = ["Answer", "Filter", "HyDEExpander", "Layers", "LLMQueryRewriter", "LLMRelevanceFilter", "Load",
            "LongTermRetriever", "MultiQueryExpander", "Retrieve", "Step", "Update", "WorkingState",
-           "DEFAULT_SYSTEM_PROMPT", "MEMORY_HEADER"]
+           "DEFAULT_SYSTEM_PROMPT", "MEMORY_HEADER", "CONFLICT_INSTRUCTION"]
 
 
 @dataclass
@@ -262,6 +262,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "below when they help. If they contradict each other, trust the newest and most specific "
     "one, and say so if it matters.")
 MEMORY_HEADER = "Relevant memories (oldest first):"
+#: What ``Load(conflict_instruction=...)`` usually says (the seed's "prefer the newest information").
+CONFLICT_INSTRUCTION = "If memories disagree, prefer the newest information (the later date)."
 
 
 class Load(Step):
@@ -272,7 +274,9 @@ class Load(Step):
     ``system_prompt`` when one is given, the selected memories as one marked system message
     (``MEMORY_HEADER``, one ``- [date] content`` line each, oldest first; the date is the
     memory's UTC day when ``include_dates``), and the short-term messages (summary and
-    turns). Never the question: whoever answers adds it. ``token_count`` counts exactly
+    turns). Never the question: whoever answers adds it. With ``conflict_instruction``
+    (e.g. ``CONFLICT_INSTRUCTION``) that line follows the header, so whoever answers is
+    told to prefer the newest memory; it is part of the context. ``token_count`` counts exactly
     these messages with ``token_counter`` (memlab's default counter when None).
 
     ``state.messages`` is the agent prompt the ``Answer`` step sends: a system prompt
@@ -284,13 +288,15 @@ class Load(Step):
     constraints = {
         "system_prompt": Param(str, none=True),
         "include_dates": Param(bool),
+        "conflict_instruction": Param(str, none=True),
     }
 
     def __init__(self, system_prompt: str | None = None, include_dates: bool = True,
-                 token_counter: Any = None):
+                 token_counter: Any = None, conflict_instruction: str | None = None):
         self.system_prompt = system_prompt
         self.include_dates = include_dates
         self.token_counter = token_counter
+        self.conflict_instruction = conflict_instruction
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
@@ -299,7 +305,7 @@ class Load(Step):
     def memory_message(self, hits: list[Hit]) -> dict[str, Any] | None:
         if not hits:
             return None
-        lines = [MEMORY_HEADER]
+        lines = [MEMORY_HEADER] + ([self.conflict_instruction] if self.conflict_instruction else [])
         lines += [self.memory_line(h) for h in sorted(hits, key=lambda h: (h.record.timestamp, h.rank))]
         return {"role": "system", "content": "\n".join(lines)}
 

@@ -19,12 +19,13 @@ from ....embeddings.base import Embedder
 from ....embeddings.hashing import HashingEmbedder
 from ....retrieval.conflicts import ConflictResolver
 from ....storage.vector import NumpyVectorStore, VectorStore
+from .consolidate import Consolidation
 from .repository import Repository
 from .search import DecaySearch
 from .writing import WritePath
 
 
-class LongTermMemory(DecaySearch, WritePath, Repository, Resource, Component):
+class LongTermMemory(Consolidation, DecaySearch, WritePath, Repository, Resource, Component):
     """Persistent typed memories searched by meaning, with decay, conflicts and repair.
 
     Columns: memory_id, user_id, content, memory_type ('fact' | 'preference' |
@@ -45,6 +46,9 @@ class LongTermMemory(DecaySearch, WritePath, Repository, Resource, Component):
       ``sim * decay.weight(now, last_accessed, strength)`` (Ebbinghaus: ``exp(-t / S)``).
       Ties go to the older memory. Returned memories are recalled (``reinforce=True``):
       access_count + 1, last_accessed = now, strength = ``decay.reinforce(strength)``.
+    - ``consolidate(ids, content)`` replaces memories by a merged one (originals outdated);
+      ``add_abstraction(content, evidence)`` adds an abstract memory supported by active
+      ones, and ``evidence(id)`` lists them (``consolidate`` module).
     - ``now``: the argument, else ``clock.now()``, else the newest timestamp or recall
       time stored (dialogue time; the wall clock is never read implicitly, except by
       ``add`` without a timestamp and without a clock).

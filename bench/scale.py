@@ -53,7 +53,10 @@ def exact_search_vs_limit(strategy, n_queries: int = 50, k: int = 10) -> dict[st
 
     from memlab.storage.vector import NumpyVectorStore
 
-    stores = [v for v in strategy.get_params(deep=True).values() if isinstance(v, NumpyVectorStore)]
+    parts = [strategy, *strategy.get_params(deep=True).values(), *vars(strategy).values()]
+    parts += [c for p in parts if isinstance(p, (list, tuple)) for c in p]  # hybrid: its retrievers
+    # a store given as a parameter, or the default one a retriever made for itself (``_store``)
+    stores = [v for p in parts for v in (p, getattr(p, "_store", None)) if isinstance(v, NumpyVectorStore)]
     if not stores or len(stores[0]) == 0:
         return None
     store = stores[0]

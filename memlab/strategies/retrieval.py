@@ -131,7 +131,8 @@ class RetrievalStrategy(Strategy):
         from ..storage.vector import NumpyVectorStore
 
         self._exact = (chain is base and not self._selectors() and (
-            type(base) is BM25Retriever or (type(base) is VectorRetriever and type(base.store) is NumpyVectorStore)))
+            type(base) is BM25Retriever
+            or (type(base) is VectorRetriever and type(getattr(base, "_store", None)) is NumpyVectorStore)))
         self._history: list[MemoryRecord] = []
         self._last_recall: tuple[str, float | None] | None = None
         self._version = 0  # bumped by every change of what a search sees (observe, reinforce)

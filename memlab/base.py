@@ -210,6 +210,17 @@ class Component(metaclass=ABCMeta):
     def _on_params_changed(self) -> None:
         """Hook for subclasses that validate or derive state from parameters."""
 
+    def _resolve(self, name: str, factory: Callable[[], Any]) -> Any:
+        """The parameter ``name``, or, while it is None, a default built once by ``factory``
+        (None is stored as given; the default is state, resolved where it is used)."""
+        value = getattr(self, name)
+        if value is not None:
+            return value
+        cache = self.__dict__.setdefault("_defaults", {})
+        if name not in cache:
+            cache[name] = factory()
+        return cache[name]
+
     def components(self) -> Iterator[Component]:
         """Every component in this one's configuration, depth first, self excluded (a
         parameter that is a component, or a list/tuple/dict holding components)."""

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MemlabError
+from ..secrets import Secret, as_secret, reveal
 from .base import Embedder
 
 KNOWN_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
@@ -46,6 +47,9 @@ class OpenAIEmbedder(Embedder):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
+        if self.api_key is not None and not isinstance(self.api_key, (str, Secret)):
+            raise MemlabError(f"api_key must be a string or None, got {type(self.api_key).__name__}")
+        self.api_key = as_secret(self.api_key)  # never printed, logged or written (memlab.secrets)
         if not isinstance(self.model, str) or not self.model:
             raise MemlabError(f"model must be a non-empty string, got {self.model!r}")
         for name, low in (("batch_size", 1), ("max_retries", 0)):
@@ -60,6 +64,14 @@ class OpenAIEmbedder(Embedder):
         self._client: Any = None
         self._client_lock = threading.Lock()
         self._dim: int | None = self.dimensions or KNOWN_DIMS.get(self.model)
+
+    # pickling (joblib workers): the HTTP client and its lock are made again on first use
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_client", "_client_lock")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._client, self._client_lock = None, threading.Lock()
 
     # -- configuration ----------------------------------------------------------------
     def effective_base_url(self) -> str | None:
@@ -76,7 +88,7 @@ class OpenAIEmbedder(Embedder):
             if self._client is None:
                 import openai
 
-                api_key = self.api_key or os.environ.get("OPENAI_API_KEY")
+                api_key = reveal(self.api_key) or os.environ.get("OPENAI_API_KEY")
                 if not api_key:
                     raise MemlabError("OpenAIEmbedder needs an API key: pass api_key= or set OPENAI_API_KEY")
                 self._client = openai.OpenAI(base_url=self.effective_base_url(), api_key=api_key,

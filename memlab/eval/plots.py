@@ -2,13 +2,19 @@
 
 Every function takes a per-probe DataFrame (rows from the replay engine with metric
 columns from ``compute_metrics``) and returns a ``matplotlib.figure.Figure`` (drawn on
-``ax`` when one is given). Means skip NaN (unscored probes). Intervals are
-``mean_ci``: a seeded percentile bootstrap of the mean by default, or the normal
-approximation mean +/- z * sd / sqrt(n).
+``ax`` when one is given). Means skip NaN (unscored probes). Intervals are ``mean_ci``:
+by default a seeded percentile bootstrap that resamples dialogues (``cluster``, when the
+frame has that column; ``memlab.eval.stats``), or the normal approximation
+mean +/- z * sd / sqrt(n).
+
+Conventions: metrics bounded in [0, 1] (recall, hit rate, ...) are drawn on a y axis from
+0 to 1; numeric legend entries are sorted as numbers; lines get distinct markers and dash
+styles, so two identical lines stay visible; legends sit outside the axes.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -21,17 +27,26 @@ from matplotlib.figure import Figure
 
 from ..base import MemlabError
 from .compare import bootstrap_ci
+from .metrics import BOUNDED
+
+CLUSTER = "dialogue_id"
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_DASHES = ("-", "--", "-.", ":")
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95, method: str = "bootstrap",
-            n_resamples: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+            n_resamples: int = 1000, seed: int = 0,
+            clusters: Sequence[object] | None = None) -> tuple[float, float, float]:
     """(mean, low, high) of the non-NaN ``values``; all NaN when there are none.
 
     ``method="normal"``: mean -/+ z_{(1+confidence)/2} * sd(ddof=1) / sqrt(n) (zero width for n=1).
-    ``method="bootstrap"``: percentile bootstrap of the mean (``compare.bootstrap_ci``).
+    ``method="bootstrap"``: percentile bootstrap of the mean (``compare.bootstrap_ci``),
+    resampling ``clusters`` (e.g. dialogue ids, one per value) when given, else values.
     """
     v = np.asarray(values, dtype=float)
-    v = v[~np.isnan(v)]
+    keep = ~np.isnan(v)
+    labels = None if clusters is None else np.asarray(list(clusters), dtype=object)[keep]
+    v = v[keep]
     if v.size == 0:
         return (math.nan, math.nan, math.nan)
     mean = float(v.mean())
@@ -39,9 +54,45 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95, method: str = "bo
         half = 0.0 if v.size < 2 else NormalDist().inv_cdf((1 + confidence) / 2) * float(v.std(ddof=1)) / math.sqrt(v.size)
         return (mean, mean - half, mean + half)
     if method == "bootstrap":
-        low, high = bootstrap_ci(v, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        low, high = bootstrap_ci(v, n_resamples=n_resamples, confidence=confidence, seed=seed,
+                                 clusters=None if labels is None else labels.tolist())
         return (mean, low, high)
     raise MemlabError(f"method must be 'bootstrap' or 'normal', got {method!r}")
+
+
+def _part_ci(part: pd.DataFrame, metric: str, confidence: float, method: str, seed: int,
+             cluster: str | None) -> tuple[float, float, float]:
+    clusters = part[cluster].astype(str).tolist() if cluster and cluster in part.columns else None
+    return mean_ci(part[metric].to_numpy(dtype=float), confidence, method, seed=seed, clusters=clusters)
+
+
+def _sort_key(value: object) -> tuple[int, float, str]:
+    """Numbers (also numeric strings) by value, before everything else by text."""
+    try:
+        return (0, float(value), "")  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return (1, 0.0, str(value))
+
+
+def _style(n: int) -> dict[str, object]:
+    """Line n's colour, marker and dash: two lines never share all three (up to 40 lines)."""
+    return {"marker": _MARKERS[n % len(_MARKERS)], "linestyle": _DASHES[n % len(_DASHES)], "color": f"C{n % 10}",
+            "markersize": 5, "linewidth": 1.5}
+
+
+def _y_axis(ax: Axes, *metrics: str) -> None:
+    if metrics and all(BOUNDED.match(m) for m in metrics):
+        ax.set_ylim(0.0, 1.02)
+    else:
+        low, high = ax.get_ylim()
+        if low > 0:
+            ax.set_ylim(0.0, high)
+
+
+def _legend(ax: Axes, title: str | None) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
+                  title_fontsize=8, frameon=False)
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -72,62 +123,120 @@ def _need(df: pd.DataFrame, *cols: str | None) -> None:
             raise MemlabError(f"no column {c!r}; columns: {', '.join(map(str, df.columns))}")
 
 
-def _groups(df: pd.DataFrame, hue: str | None) -> list[tuple[str | None, pd.DataFrame]]:
+def _groups(df: pd.DataFrame, hue: str | Sequence[str] | None) -> list[tuple[str | None, pd.DataFrame]]:
+    """(label, rows) per value of ``hue`` (a column or several), numbers sorted as numbers."""
     if hue is None:
         return [(None, df)]
-    return [(str(k), g) for k, g in df.groupby(hue, sort=True, dropna=False)]
+    cols = [hue] if isinstance(hue, str) else list(hue)
+    if not cols:
+        return [(None, df)]
+    groups = []
+    for key, part in df.groupby(cols, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        label = str(key[0]) if len(cols) == 1 else ", ".join(
+            str(v) if n == 0 else f"{c}={v}" for n, (c, v) in enumerate(zip(cols, key)))
+        groups.append((tuple(_sort_key(v) for v in key), label, part))
+    return [(label, part) for _, label, part in sorted(groups, key=lambda g: g[0])]
 
 
 def plot_metric_vs_param(df: pd.DataFrame, param: str, metric: str, hue: str | None = None,
-                         confidence: float = 0.95, method: str = "bootstrap", seed: int = 0,
-                         ax: Axes | None = None) -> Figure:
-    """Mean ``metric`` against ``param`` (one line per ``hue`` value) with a CI band.
+                         split: Sequence[str] | str | None = None, confidence: float = 0.95,
+                         method: str = "bootstrap", seed: int = 0, cluster: str | None = CLUSTER,
+                         config: str | None = "strategy", ax: Axes | None = None) -> Figure:
+    """Mean ``metric`` against ``param`` with a CI band, one line per ``hue`` value and per
+    combination of the ``split`` columns (the other grid parameters of a sweep).
 
     Numeric ``param`` values are placed on a numeric axis; others at positions 0..n-1
-    labelled with the values (sorted).
+    labelled with the values (sorted). A point never pools configurations silently: if
+    the rows of one line at one ``param`` value hold more than one ``config`` value (e.g.
+    two settings of an unlisted grid parameter), it raises and names them.
     """
-    _need(df, param, metric, hue)
+    splits = [split] if isinstance(split, str) else list(split or [])
+    _need(df, param, metric, hue, *splits)
     fig, ax = _figure(ax)
-    values = sorted(df[param].dropna().unique(), key=lambda v: (str(type(v)), v))
+    values = sorted(df[param].dropna().unique(), key=_sort_key)
     numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values)
     position = {v: (float(v) if numeric else float(i)) for i, v in enumerate(values)}
-    for label, part in _groups(df, hue):
+    line_cols = ([hue] if hue is not None else []) + splits
+    for n, (label, part) in enumerate(_groups(df, line_cols or None)):
         xs, means, lows, highs = [], [], [], []
         for v in values:
-            sel = part[part[param] == v][metric]
-            if sel.notna().sum() == 0:
+            sel = part[part[param] == v]
+            if config is not None and config in sel.columns and sel[config].nunique() > 1:
+                names = sorted(sel[config].astype(str).unique())
+                raise MemlabError(f"metric_vs_param would pool {len(names)} configurations at {param}={v} "
+                                  f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}); "
+                                  f"name the parameters that differ in split=[...]")
+            if sel[metric].notna().sum() == 0:
                 continue
-            m, lo, hi = mean_ci(sel.to_numpy(dtype=float), confidence, method, seed=seed)
+            m, lo, hi = _part_ci(sel, metric, confidence, method, seed, cluster)
             xs.append(position[v])
             means.append(m)
             lows.append(lo)
             highs.append(hi)
-        line, = ax.plot(xs, means, marker="o", label=label if label is not None else metric)
-        ax.fill_between(xs, lows, highs, alpha=0.2, color=line.get_color(), linewidth=0)
+        line, = ax.plot(xs, means, label=label if label is not None else metric, **_style(n))  # type: ignore[arg-type]
+        ax.fill_between(xs, lows, highs, alpha=0.15, color=line.get_color(), linewidth=0)
     if not numeric:
         ax.set_xticks([position[v] for v in values], [str(v) for v in values])
     ax.set_xlabel(param)
     ax.set_ylabel(metric)
+    _y_axis(ax, metric)
     ax.set_title(f"{metric} vs {param} (mean, {confidence:.0%} CI)")
-    if hue is not None:
-        ax.legend(title=hue)
+    if line_cols:
+        _legend(ax, ", ".join(line_cols))
     return fig
 
 
-def plot_pareto(df: pd.DataFrame, x: str = "context_tokens", y: str = "recall@5",
-                label: str | Sequence[str] = "strategy", ax: Axes | None = None) -> Figure:
-    """Each configuration's mean cost ``x`` and mean quality ``y`` as a point, the Pareto
-    front (cheapest for its quality) as a step line through the front's points.
+def budget_columns(df: pd.DataFrame, metric: str = "recall") -> list[int]:
+    """The token budgets B for which ``df`` has ``<metric>@Btok`` and ``tokens@Btok``, ascending."""
+    pattern = re.compile(rf"^{re.escape(metric)}@(\d+)tok$")
+    return sorted(int(m.group(1)) for c in df.columns if isinstance(c, str) and (m := pattern.match(c))
+                  and f"tokens@{m.group(1)}tok" in df.columns)
 
-    ``label`` is the column (or columns) identifying a configuration.
+
+def plot_pareto(df: pd.DataFrame, x: str | None = None, y: str | None = None,
+                label: str | Sequence[str] = "strategy", metric: str = "recall",
+                ax: Axes | None = None) -> Figure:
+    """Quality against cost per configuration, and the Pareto front (cheapest for its quality).
+
+    Default, when the rows have token-matched columns: for each configuration (``label``),
+    one line through its points (mean ``tokens@Btok``, mean ``<metric>@Btok``) at every
+    budget B, so strategies whose hits stand for different amounts of text meet at equal
+    tokens. With ``x`` and ``y`` (or without budget columns: ``context_tokens`` and
+    ``recall@5``), one point per configuration. The front is a step line through the
+    points no other point dominates (``pareto_front``).
     """
     labels = [label] if isinstance(label, str) else list(label)
+    budgets = budget_columns(df, metric) if x is None and y is None else []
+    fig, ax = _figure(ax)
+    if budgets:
+        _need(df, *labels)
+        cols = [c for b in budgets for c in (f"tokens@{b}tok", f"{metric}@{b}tok")]
+        means = df.groupby(labels, sort=False, dropna=False)[cols].mean().reset_index()
+        means = means.iloc[sorted(range(len(means)), key=lambda i: tuple(_sort_key(means.iloc[i][c]) for c in labels))]
+        points: list[tuple[float, float]] = []
+        for n, (_, row) in enumerate(means.iterrows()):
+            xs = [float(row[f"tokens@{b}tok"]) for b in budgets]
+            ys = [float(row[f"{metric}@{b}tok"]) for b in budgets]
+            points += list(zip(xs, ys))
+            ax.plot(xs, ys, label=" ".join(str(row[c]) for c in labels), **_style(n))  # type: ignore[arg-type]
+        front = pareto_front(points)
+        ax.plot([points[i][0] for i in front], [points[i][1] for i in front], drawstyle="steps-post",
+                color="0.3", linewidth=3, alpha=0.25, zorder=1, label="Pareto front")
+        ax.set_xlabel("tokens used (mean tokens@Btok; budgets " + ", ".join(map(str, budgets)) + ")")
+        ax.set_ylabel(f"{metric}@Btok")
+        ax.set_title(f"{metric} against tokens, at equal token budgets")
+        _y_axis(ax, f"{metric}@{budgets[0]}tok")
+        ax.set_xlim(left=0)
+        _legend(ax, " ".join(labels))
+        return fig
+    x = x or "context_tokens"
+    y = y or "recall@5"
     _need(df, x, y, *labels)
     means = df.groupby(labels, sort=True, dropna=False)[[x, y]].mean().reset_index()
     names = [" ".join(str(r[c]) for c in labels) for _, r in means.iterrows()]
     points = list(zip(means[x].astype(float), means[y].astype(float)))
     front = pareto_front(points)
-    fig, ax = _figure(ax)
     ax.scatter([p[0] for p in points], [p[1] for p in points], color="0.6", zorder=2, label="configurations")
     for name, (px, py) in zip(names, points):
         ax.annotate(name, (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
@@ -136,34 +245,60 @@ def plot_pareto(df: pd.DataFrame, x: str = "context_tokens", y: str = "recall@5"
     ax.plot(fx, fy, drawstyle="steps-post", color="C3", marker="o", zorder=3, label="Pareto front")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
+    _y_axis(ax, y)
     ax.set_title(f"{y} vs {x}")
-    ax.legend()
+    _legend(ax, None)
     return fig
 
 
 def plot_by_category(df: pd.DataFrame, metric: str, hue: str | None = "strategy",
                      category_col: str = "category", confidence: float = 0.95, method: str = "bootstrap",
-                     seed: int = 0, ax: Axes | None = None) -> Figure:
-    """Grouped bars: mean ``metric`` per category (x) and ``hue`` value, with CI error bars."""
+                     seed: int = 0, cluster: str | None = CLUSTER, ax: Axes | None = None) -> Figure:
+    """Grouped bars: mean ``metric`` per category (x) and ``hue`` value, with CI error bars.
+
+    The figure stays a readable size (at most 12 x 4.5 inches), the legend sits beside the
+    axes, category labels are slanted, and a category where a ``hue`` value has no scored
+    probe is marked "n/a" (no bar) -- distinct from a mean of 0, which is drawn as a bar
+    outline on the axis and labelled "0". Categories with no scored probe at all are left
+    out and named below the axes.
+    """
     _need(df, metric, category_col, hue)
     frame = df.assign(**{category_col: df[category_col].fillna("(none)").astype(str)})
-    categories = sorted(frame[category_col].unique())
+    scored = frame.groupby(category_col)[metric].apply(lambda v: v.notna().any())
+    categories = sorted(c for c in frame[category_col].unique() if scored[c])
+    unscored = sorted(c for c in frame[category_col].unique() if not scored[c])
     groups = _groups(frame, hue)
-    fig, ax = _figure(ax, figsize=(max(6.4, 1.2 * len(categories) * max(1, len(groups)) / 2), 4.0))
+    width_in = min(12.0, max(6.4, 0.35 * len(categories) * max(1, len(groups)) + 2.5))
+    fig, ax = _figure(ax, figsize=(width_in, 4.5))
     width = 0.8 / max(1, len(groups))
     for g, (name, part) in enumerate(groups):
-        stats = [mean_ci(part[part[category_col] == c][metric].to_numpy(dtype=float), confidence, method,
-                         seed=seed) for c in categories]
-        heights = [s[0] for s in stats]
+        stats = [_part_ci(part[part[category_col] == c], metric, confidence, method, seed, cluster)
+                 for c in categories]
+        heights = np.array([s[0] for s in stats])
+        missing = np.isnan(heights)
         err = np.array([[s[0] - s[1] for s in stats], [s[2] - s[0] for s in stats]])
+        err[:, missing] = 0.0
         xs = np.arange(len(categories)) - 0.4 + width * (g + 0.5)
-        ax.bar(xs, heights, width=width, yerr=err, capsize=3, label=name if name is not None else metric)
-    ax.set_xticks(np.arange(len(categories)), categories)
+        bars = ax.bar(xs, np.where(missing, 0.0, heights), width=width, yerr=err, capsize=2,
+                      label=name if name is not None else metric, color=f"C{g % 10}", edgecolor=f"C{g % 10}",
+                      error_kw={"elinewidth": 0.8})
+        for bar, x_, h, miss in zip(bars, xs, heights, missing):
+            if miss:
+                bar.set_visible(False)
+                ax.text(x_, 0.01, "n/a", ha="center", va="bottom", fontsize=6, color="0.4", rotation=90)
+            elif h == 0:
+                bar.set_fill(False)
+                ax.text(x_, 0.01, "0", ha="center", va="bottom", fontsize=7, color=f"C{g % 10}")
+    ax.set_xticks(np.arange(len(categories)), categories, rotation=30, ha="right")
     ax.set_xlabel(category_col)
     ax.set_ylabel(metric)
-    ax.set_title(f"{metric} by {category_col}")
+    _y_axis(ax, metric)
+    ax.set_title(f"{metric} by {category_col} (mean, {confidence:.0%} CI)")
+    if unscored:  # a category nobody is scored on (no gold) is left out, and said so
+        ax.annotate(f"not scored: {', '.join(unscored)}", (0.0, -0.32), xycoords="axes fraction", fontsize=7,
+                    color="0.4")
     if hue is not None:
-        ax.legend(title=hue)
+        _legend(ax, hue)
     return fig
 
 
@@ -184,17 +319,18 @@ def plot_metric_at_k(df: pd.DataFrame, metric: str = "recall", ks: Sequence[int]
                           f"available k for {metric!r}: {available}")
     _need(df, hue)
     fig, ax = _figure(ax)
-    for name, part in _groups(df, hue):
+    for n, (name, part) in enumerate(_groups(df, hue)):
         means = [float(part[f"{metric}@{k}"].mean()) for k in ks]
-        ax.plot(ks, means, marker="o", label=name if name is not None else metric)
+        ax.plot(ks, means, label=name if name is not None else metric, **_style(n))  # type: ignore[arg-type]
     ax.set_xlabel("k")
     ax.set_ylabel(f"{metric}@k")
     ax.set_xticks(ks)
+    _y_axis(ax, f"{metric}@{ks[0]}")
     ax.set_title(f"{metric}@k")
     if hue is not None:
-        ax.legend(title=hue)
+        _legend(ax, hue)
     return fig
 
 
-__all__ = ["mean_ci", "metric_ks", "pareto_front", "plot_by_category", "plot_metric_at_k",
+__all__ = ["budget_columns", "mean_ci", "metric_ks", "pareto_front", "plot_by_category", "plot_metric_at_k",
                       "plot_metric_vs_param", "plot_pareto"]

@@ -35,6 +35,7 @@ import hashlib
 import importlib.util
 import itertools
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,17 +61,14 @@ def grid_points(grid: Mapping[str, Sequence[Any]] | None) -> list[dict[str, Any]
     return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
 
 
-def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[Any]] | None,
-          dataset: Dataset, *, ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
-          n_jobs: int = 1, progress: bool = False, budgets: Sequence[int] = ()) -> pd.DataFrame:
-    """Per-probe rows for every grid point; swept values also appear as plain columns.
+def configure(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[Any]] | None,
+              label: str | None = None) -> list[tuple[dict[str, Any], str, str, Strategy]]:
+    """Every grid point built and validated, before anything is replayed.
 
-    ``strategy`` is a Strategy (grid keys are ``set_params`` keys, nested ones included) or a
-    spec such as ``{"name": "hybrid", "params": {...}}`` (grid keys may then also be the
-    registered factory's arguments, e.g. ``weights`` or ``embedder``: each point is built
-    from the spec with the point's values merged into its params).
+    One ``(point, base label, point label, configured strategy)`` per grid point; a bad
+    value at any point (``keep_rate = 1.2``) fails here, not after the first replays.
     """
-    frames = []
+    out = []
     for point in grid_points(grid):
         if isinstance(strategy, Strategy):
             configured = strategy.clone()
@@ -83,7 +81,26 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
             configured = build_strategy({k: v for k, v in spec.items() if k != "label"})
             name = label or str(spec.get("label") or spec.get("name") or spec.get("class"))
         point_label = name + ("" if not point else " " + " ".join(f"{k}={_short(v)}" for k, v in point.items()))
-        frame = replay(configured, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
+        out.append((point, name, point_label, configured))
+    return out
+
+
+def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[Any]] | None,
+          dataset: Dataset, *, ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
+          n_jobs: int = 1, progress: bool = False, budgets: Sequence[int] = (),
+          configured: list[tuple[dict[str, Any], str, str, Strategy]] | None = None) -> pd.DataFrame:
+    """Per-probe rows for every grid point; swept values also appear as plain columns.
+
+    ``strategy`` is a Strategy (grid keys are ``set_params`` keys, nested ones included) or a
+    spec such as ``{"name": "hybrid", "params": {...}}`` (grid keys may then also be the
+    registered factory's arguments, e.g. ``weights`` or ``embedder``: each point is built
+    from the spec with the point's values merged into its params). Every point is built
+    (``configure``) before the first replay, so a bad value fails at once.
+    """
+    points = configured if configured is not None else configure(strategy, grid, label)
+    frames = []
+    for point, name, point_label, built in points:
+        frame = replay(built, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
                        progress=progress, budgets=budgets)
         frame.insert(1, "base_strategy", name)
         for k, v in point.items():
@@ -102,6 +119,7 @@ class SweepResult:
     summary: pd.DataFrame
     output: Path | None
     figures: dict[str, Any] = field(default_factory=dict)
+    grid_keys: list[str] = field(default_factory=list)
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
@@ -166,25 +184,107 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
         _need_table(grid, "[grid]", where)
     plots = config.get("plots", [])
     _check_plots(plots, where)  # before the run: a bad plot section must not cost a sweep
+    # Everything is checked before the first replay: every grid point of every strategy,
+    # every plot (kind, arguments, metric and column names) and the output folder.
+    configured = {}
+    for spec in specs:
+        label = str(spec.get("label") or spec.get("name") or spec.get("class"))
+        try:
+            configured[label] = configure(spec, grid, label)
+        except (ConfigError, TypeError, ValueError) as exc:  # name the file and the strategy entry
+            raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
+    columns = expected_columns(ks, budgets, grid, [c for points in configured.values() for c in points])
+    for n, plot in enumerate(plots):
+        check_plot(plot, columns, where=f"{where}: plots[{n}]")
+    out_dir = None
+    if out is not None:
+        out_dir = Path(out) if Path(out).is_absolute() else base_dir / out
+        check_output_dir(out_dir, where)
     frames = []
     for spec in specs:
         label = str(spec.get("label") or spec.get("name") or spec.get("class"))
         try:
             frames.append(sweep(spec, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
-                                progress=progress, budgets=budgets))
+                                progress=progress, budgets=budgets, configured=configured[label]))
         except (ConfigError, TypeError) as exc:  # name the file and the strategy entry
             raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
     results = pd.concat(frames, ignore_index=True)
     by = ["strategy"]
     summary = summarize(results, by=by, ci=True)  # 95% cluster-bootstrap CIs, seeded
-    result = SweepResult(results=results, summary=summary, output=None)
-    if out is not None:
-        result.output = write_outputs(result, Path(out) if Path(out).is_absolute() else base_dir / out,
-                                      plots, where)
+    result = SweepResult(results=results, summary=summary, output=None, grid_keys=list(grid or {}))
+    if out_dir is not None:
+        result.output = write_outputs(result, out_dir, plots, where,
+                                      user_modules=[base_dir / m for m in imports])
     return result
 
 
-def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, Any]], where: str) -> Path:
+def expected_columns(ks: Sequence[int], budgets: Sequence[int], grid: Mapping[str, Any] | None,
+                     configured: Sequence[tuple[dict[str, Any], str, str, Strategy]]) -> set[str]:
+    """The columns a sweep's results will have, known before the replay (for checking plots)."""
+    from .metrics import (ANSWER_METRICS, BUDGET_METRICS, CONTEXT_METRICS, COST_COLUMNS, LIFECYCLE_METRICS,
+                          RETRIEVAL_METRICS)
+    from .replay import _ROW_COLUMNS, PARAM_PREFIX, flat_params
+
+    columns = set(_ROW_COLUMNS) | {"strategy", "base_strategy", "strategy_class", "dataset", "dataset_hash",
+                                   "n_gold", "memlab_version", "git_commit"}
+    columns |= {f"{m}@{k}" for m in RETRIEVAL_METRICS for k in ks}
+    columns |= {f"{m}@{b}tok" for m in BUDGET_METRICS for b in budgets}
+    columns |= set(CONTEXT_METRICS) | set(COST_COLUMNS) | set(LIFECYCLE_METRICS) | set(ANSWER_METRICS)
+    columns |= set(grid or {})
+    for _, _, _, strategy in configured:
+        columns |= {PARAM_PREFIX + k for k in flat_params(strategy)}
+    return columns
+
+
+#: Plot arguments that name a column, and those that name a metric family (``metric_at_k``).
+_COLUMN_ARGS = ("metric", "param", "hue", "x", "y", "label", "category_col", "split")
+
+
+def check_plot(plot: Mapping[str, Any], columns: set[str], where: str) -> None:
+    """Kind, arguments and every column name of one [[plots]] entry; did-you-mean on typos."""
+    import difflib
+    import inspect
+
+    from . import plots as P
+
+    kind = plot.get("kind")
+    fn = PLOT_FUNCTIONS[kind]
+    args = {k: v for k, v in plot.items() if k not in ("kind", "file")}
+    try:
+        inspect.signature(getattr(P, fn)).bind(None, **args)
+    except TypeError as exc:
+        allowed = [p for p in inspect.signature(getattr(P, fn)).parameters if p not in ("df", "ax")]
+        raise ConfigError(f"{where}: {exc}; {kind} takes {', '.join(allowed)}") from None
+    for key in _COLUMN_ARGS:
+        if key not in args or args[key] is None:
+            continue
+        names = args[key] if isinstance(args[key], list) else [args[key]]
+        for name in names:
+            known = columns
+            if kind == "metric_at_k" and key == "metric":
+                known = {c.split("@")[0] for c in columns if re.fullmatch(r"[a-z_]+@\d+", c)}
+            if name not in known:
+                close = difflib.get_close_matches(str(name), sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"{where}: {key} {name!r} is not a column the sweep will produce{hint}")
+
+
+def check_output_dir(out: Path, where: str) -> None:
+    """The output folder exists or can be made, and is writable: checked before the replay."""
+    import tempfile
+
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{where}: output {out} exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".memlab-write-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot write to output {out}: {exc.strerror or exc}") from None
+
+
+def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, Any]], where: str,
+                  user_modules: Sequence[Path] = ()) -> Path:
     """results.parquet, summary.csv, summary.md and one PNG per plot in ``out``."""
     from .compare import to_markdown
     from .results import provenance, save_results
@@ -194,7 +294,7 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
     # Draw every plot before writing anything: a bad plot section fails with nothing written.
     figures = {}
     for n, plot in enumerate(plots):
-        fig = make_plot(result.results, plot, where=f"{where}: plots[{n}]")
+        fig = make_plot(result.results, plot, where=f"{where}: plots[{n}]", grid_keys=result.grid_keys)
         name = plot.get("file") or f"{n:02d}_{plot.get('kind')}_{plot.get('metric', plot.get('y', ''))}.png"
         figures[str(name)] = fig
     out.mkdir(parents=True, exist_ok=True)
@@ -203,7 +303,7 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
     with atomic_write(out / "summary.csv", "w", encoding="utf-8", newline="") as fh:
         result.summary.to_csv(fh, index=False)
     atomic_write_text(out / "summary.md", to_markdown(result.summary) + "\n")
-    atomic_write_text(out / "provenance.json", json.dumps(provenance(), indent=2) + "\n")
+    atomic_write_text(out / "provenance.json", json.dumps(provenance(user_modules=user_modules), indent=2) + "\n")
     for name, fig in figures.items():
         with atomic_write(out / name.replace("@", "_at_"), "wb") as fh:
             fig.savefig(fh, dpi=120, bbox_inches="tight", format=Path(name).suffix[1:] or "png")
@@ -212,7 +312,10 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
     return out
 
 
-PLOT_KINDS = ("metric_vs_param", "pareto", "by_category", "metric_at_k")
+#: Sweep-file plot kinds and the ``memlab.eval.plots`` function drawing each.
+PLOT_FUNCTIONS = {"metric_vs_param": "plot_metric_vs_param", "pareto": "plot_pareto",
+                  "by_category": "plot_by_category", "metric_at_k": "plot_metric_at_k"}
+PLOT_KINDS = tuple(PLOT_FUNCTIONS)
 
 
 def _check_plots(plots: Any, where: str) -> None:
@@ -224,20 +327,22 @@ def _check_plots(plots: Any, where: str) -> None:
                               f"got {plot.get('kind')!r}")
 
 
-def make_plot(results: pd.DataFrame, plot: Mapping[str, Any], where: str = "plot"):
+def make_plot(results: pd.DataFrame, plot: Mapping[str, Any], where: str = "plot",
+              grid_keys: Sequence[str] = ()):
+    """Draw one [[plots]] entry. ``metric_vs_param`` draws one line per ``hue`` value and per
+    setting of the other grid parameters (``grid_keys``), so no setting is pooled silently."""
     from . import plots as P
 
-    kinds: dict[str, Any] = {"metric_vs_param": P.plot_metric_vs_param, "pareto": P.plot_pareto,
-             "by_category": P.plot_by_category, "metric_at_k": P.plot_metric_at_k}
     kind = plot.get("kind")
-    if kind not in kinds:
+    if kind not in PLOT_FUNCTIONS:
         raise ConfigError(f"{where}: kind must be one of {', '.join(PLOT_KINDS)}, got {kind!r}")
     args = {k: v for k, v in plot.items() if k not in ("kind", "file")}
-    if kind == "metric_vs_param" and "hue" not in args:
-        args["hue"] = "base_strategy"
+    if kind == "metric_vs_param":
+        args.setdefault("hue", "base_strategy")
+        args.setdefault("split", [k for k in grid_keys if k != args.get("param")])
     try:
-        return kinds[kind](results, **args)
-    except TypeError as exc:
+        return getattr(P, PLOT_FUNCTIONS[kind])(results, **args)
+    except (TypeError, MemlabError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
 

@@ -6,8 +6,8 @@ import json
 
 import jsonschema
 
-from ..base import ConfigError, MemlabError
-from ..llm.base import LLM, UsesLLM
+from ..base import MemlabError, Param
+from ..llm.base import LLM, LLMError, UsesLLM
 from ..llm.prompts import EXTRACTION_SCHEMA, extract_prompt, strip_fences
 from ..records import MemoryRecord
 from .base import ExtractedMemory, Extractor
@@ -45,6 +45,11 @@ class LLMExtractor(UsesLLM, Extractor):
     are dropped (all the turns are used if none remains).
     """
 
+    constraints = {
+        "max_attempts": Param(int, ge=1),
+        "on_failure": Param(choices=("raise", "skip")),
+    }
+
     def __init__(self, llm: LLM, max_attempts: int = 3, on_failure: str = "raise"):
         self.llm = llm
         self.max_attempts = max_attempts
@@ -52,10 +57,6 @@ class LLMExtractor(UsesLLM, Extractor):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
-            raise ConfigError(f"max_attempts must be an int >= 1, got {self.max_attempts!r}")
-        if self.on_failure not in ("raise", "skip"):
-            raise ConfigError(f"on_failure must be 'raise' or 'skip', got {self.on_failure!r}")
         self._failures = 0
 
     @property
@@ -93,6 +94,7 @@ class LLMExtractor(UsesLLM, Extractor):
         try:
             return self._clean(parse_extraction(answer, _ids(records)), records), messages, ""
         except MemlabError as exc:
+            self._format_error()
             error = str(exc)
             retry = messages + [{"role": "assistant", "content": answer},
                                 {"role": "user", "content": _retry_note(error)}]
@@ -102,7 +104,7 @@ class LLMExtractor(UsesLLM, Extractor):
         self._failures += 1
         if self.on_failure == "skip":
             return []
-        raise MemlabError(f"LLMExtractor: no valid answer after {self.max_attempts} attempt(s); "
+        raise LLMError(f"LLMExtractor: no valid answer after {self.max_attempts} attempt(s); "
                           f"last problem: {error}")
 
     @staticmethod

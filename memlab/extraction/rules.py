@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..base import ConfigError
+from ..base import Param
 from ..llm.text import sentences
 from ..records import MemoryRecord, Role
 from .base import ExtractedMemory, Extractor
@@ -30,6 +30,10 @@ class RuleBasedExtractor(Extractor):
     ``roles=("user",)`` for agent transcripts.
     """
 
+    constraints = {
+        "max_object_words": Param(int, ge=1),
+    }
+
     def __init__(self, roles: tuple[str, ...] = ("user", "assistant"), max_object_words: int = 8):
         self.roles = roles
         self.max_object_words = max_object_words
@@ -37,8 +41,6 @@ class RuleBasedExtractor(Extractor):
 
     def _on_params_changed(self) -> None:
         self._roles = {Role.parse(r) for r in self.roles}
-        if not isinstance(self.max_object_words, int) or self.max_object_words < 1:
-            raise ConfigError(f"max_object_words must be a positive int, got {self.max_object_words!r}")
 
     def extract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
         out: list[ExtractedMemory] = []

@@ -139,7 +139,8 @@ class LoopbackServer:
                     self._send(400, {"error": {"message": "request body is not JSON"}})
                     return
                 with server._lock:
-                    server.requests.append({"path": self.path, "body": body})
+                    server.requests.append({"path": self.path, "body": body,
+                                            "authorization": self.headers.get("Authorization")})
                     fault = server._next_fault(self.path)
                 if fault is not None:
                     if fault.delay:

@@ -54,8 +54,7 @@ class BM25Retriever(Retriever):
     def __init__(self, tokenizer: Tokenizer | None = None, k1: float = 1.5, b: float = 0.75,
                  epsilon: float = 0.25, variant: str = "okapi"):
         super().__init__()
-        # None resolves to the default tokenizer so that get_params shows tokenizer__*.
-        self.tokenizer = tokenizer if tokenizer is not None else Tokenizer()
+        self.tokenizer = tokenizer
         self.k1 = k1
         self.b = b
         self.epsilon = epsilon
@@ -64,8 +63,7 @@ class BM25Retriever(Retriever):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.tokenizer is None:
-            self.tokenizer = Tokenizer()
+        self._tokenizer = self._resolve("tokenizer", lambda: Tokenizer())
         if self.variant not in VARIANTS:
             raise ConfigError(f"variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}")
         for pname in ("k1", "b", "epsilon"):
@@ -78,7 +76,7 @@ class BM25Retriever(Retriever):
             raise ConfigError(f"b must be in [0, 1], got {self.b}")
         # k1, b, epsilon and variant are read at query time; a changed tokenizer (or
         # tokenizer setting) means the kept records must be tokenized again.
-        key = (id(self.tokenizer), repr(self.tokenizer.get_params()))
+        key = (id(self._tokenizer), repr(self._tokenizer.get_params()))
         if self._n_docs and key != getattr(self, "_tokenizer_key", key):
             kept = self.records()
             self._clear()
@@ -132,7 +130,7 @@ class BM25Retriever(Retriever):
             alive = np.zeros(max(needed, 2 * len(self._alive)), dtype=bool)
             alive[:len(self._alive)] = self._alive
             self._alive = alive
-        tokenize = self.tokenizer
+        tokenize = self._tokenizer
         hist, postings, codes = self._df_hist, self._postings, self._codes
         shift = self._CODE_BITS
         for record in records:
@@ -274,7 +272,7 @@ class BM25Retriever(Retriever):
 
     def scores(self, query: str) -> dict[str, float]:
         """Score of every document containing a query term, keyed by id (for tests and analysis)."""
-        slots, values = self.score_slots(self.tokenizer(query))
+        slots, values = self.score_slots(self._tokenizer(query))
         return {self._slot_id[s]: float(v) for s, v in zip(slots.tolist(), values.tolist())}
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None,
@@ -282,7 +280,7 @@ class BM25Retriever(Retriever):
         k = self._check_search(k, where)
         if k == 0:
             return []
-        slots, values = self.score_slots(self.tokenizer(query))
+        slots, values = self.score_slots(self._tokenizer(query))
         if where and len(slots):
             views = self._slot_view
             keep = np.fromiter((matches(views[s], where) for s in slots.tolist()),

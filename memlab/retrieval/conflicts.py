@@ -55,12 +55,11 @@ class ConflictResolver(Component):
                  embedder: Embedder | None = None):
         self.subject_key = subject_key
         self.similarity_threshold = similarity_threshold
-        self.embedder = embedder if embedder is not None else HashingEmbedder()
+        self.embedder = embedder
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.embedder is None:
-            self.embedder = HashingEmbedder()
+        self._embedder = self._resolve("embedder", lambda: HashingEmbedder())
         if self.similarity_threshold is not None and not -1 <= self.similarity_threshold <= 1:
             raise ConfigError(f"similarity_threshold must be None or a cosine in [-1, 1], "
                               f"got {self.similarity_threshold}")
@@ -76,7 +75,7 @@ class ConflictResolver(Component):
                     and e.metadata[self.subject_key] == subject]
         if self.similarity_threshold is None or not pool:
             return []
-        vecs = self.embedder.embed([new.content] + [e.content for e in pool])
+        vecs = self._embedder.embed([new.content] + [e.content for e in pool])
         sims = np.asarray(vecs[1:], dtype=np.float64) @ np.asarray(vecs[0], dtype=np.float64)
         return [e for e, s in zip(pool, sims) if s > self.similarity_threshold]
 

@@ -11,8 +11,16 @@ from .base import Retriever, WrapperRetriever, check_candidates
 from ..filters import Where
 from .fusion import normalize_scores
 
-COMBINE_MODES = ("multiply", "add", "weighted")
+COMBINE_MODES = ("multiply", "add", "weighted", "prior")
 REINFORCE_MODES = ("returned", "none")
+
+
+def scale_to_best(scores: list[float]) -> list[float]:
+    """``(s - lo) / (hi - lo)`` with hi = max, lo = min(0, min); all 1.0 when hi == lo."""
+    hi, lo = max(scores), min(0.0, min(scores))
+    if hi == lo:
+        return [1.0] * len(scores)
+    return [(s - lo) / (hi - lo) for s in scores]
 
 
 class DecayRetriever(WrapperRetriever):
@@ -28,6 +36,18 @@ class DecayRetriever(WrapperRetriever):
     - ``combine="add"``: ``r + w`` (LangChain's time-weighted score with ``TimeWeighting``);
     - ``combine="weighted"``: ``(1 - weight) * minmax(r) + weight * w``, min-max over the
       candidate list (a constant list gives 1.0). ``weight`` is used by this mode only.
+
+    - ``combine="prior"``: ``scaled(r) + weight * R``, a bounded recency prior, with
+      ``scaled(r) = (r - lo) / (hi - lo)``, ``hi`` = the best relevance among the candidates,
+      ``lo = min(0, lowest relevance)`` (so non-negative scores are divided by the best one
+      and near-equal hits stay near-equal; 1.0 when hi == lo), and ``R =
+      decay.retention(t, strength)`` with ``t = max(0, now - last_recall) / span``, where
+      ``span = now - (timestamp of the oldest record held)`` (t in [0, 1]: time is measured
+      relative to the dialogue's length, not in ``decay.time_unit``, so a dialogue of months
+      and one of hours get the same prior; span 0 gives t = 0). Two hits' priors differ by
+      at most ``weight``, so recency only reorders hits whose scaled relevance differs by
+      less than that (an update beats the statement it replaces; old evidence that matches
+      clearly better still wins).
 
     "multiply" and "add" assume relevance >= 0. A negative relevance (a negative cosine;
     okapi BM25 on a tiny corpus whose average idf is negative) times a smaller retention
@@ -50,8 +70,7 @@ class DecayRetriever(WrapperRetriever):
                  clock: Clock | None = None, gc: bool = True, candidates: int = 50):
         super().__init__()
         self.retriever = retriever
-        # None resolves to Ebbinghaus() so that get_params shows decay__strength_growth.
-        self.decay = decay if decay is not None else Ebbinghaus()
+        self.decay = decay
         self.combine = combine
         self.weight = weight
         self.reinforce = reinforce
@@ -59,15 +78,15 @@ class DecayRetriever(WrapperRetriever):
         self.gc = gc
         self.candidates = candidates
         self._state: dict[str, list[float]] = {}
+        self._oldest_cache: float | None = None
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.decay is None:
-            self.decay = Ebbinghaus()
+        self._decay = self._resolve("decay", lambda: Ebbinghaus())
         self._check_wrapped()
-        if not isinstance(self.decay, DecayModel):
+        if not isinstance(self._decay, DecayModel):
             raise ConfigError(f"decay must be a DecayModel (Ebbinghaus, ExponentialRecency, "
-                              f"TimeWeighting), got {type(self.decay).__name__}")
+                              f"TimeWeighting), got {type(self._decay).__name__}")
         if self.combine not in COMBINE_MODES:
             raise ConfigError(f"combine must be one of {', '.join(COMBINE_MODES)}, got {self.combine!r}")
         if not 0 <= self.weight <= 1:
@@ -86,17 +105,26 @@ class DecayRetriever(WrapperRetriever):
 
     def _adopted(self, records: list[MemoryRecord]) -> None:
         for r in records:
-            self._state[r.id] = [self.decay.initial(), r.timestamp, 0]
+            self._state[r.id] = [self._decay.initial(), r.timestamp, 0]
+        self._oldest_cache = None
+
+    def _oldest(self) -> float:
+        """The smallest timestamp among the records held (for ``combine="prior"``)."""
+        if self._oldest_cache is None:
+            self._oldest_cache = min(r.timestamp for r in self._records.values())
+        return self._oldest_cache
 
     def _remove(self, ids: list[str]) -> None:
         self.retriever.remove(ids)
         for i in ids:
             self._state.pop(i, None)
+        self._oldest_cache = None
 
     def _clear(self) -> None:
         self.retriever.reset()
-        self.decay.reset()
+        self._decay.reset()
         self._state = {}
+        self._oldest_cache = None
 
     def memory_state(self, id: str) -> dict[str, float]:
         """``{"strength", "last_recall", "access_count"}`` of a record."""
@@ -116,7 +144,7 @@ class DecayRetriever(WrapperRetriever):
     def retention(self, id: str, now: float | None = None) -> float:
         """The record's current retention weight."""
         strength, last, _ = self._state[id]
-        return self.decay.weight(self.resolve_now(now), last, strength)
+        return self._decay.weight(self.resolve_now(now), last, strength)
 
     def reinforce_ids(self, ids: Iterable[str], now: float | None = None) -> None:
         """Recall ``ids``: strength grows, last_recall = now (never moves back), count + 1."""
@@ -125,7 +153,7 @@ class DecayRetriever(WrapperRetriever):
             state = self._state.get(i)
             if state is None:
                 continue
-            state[0] = self.decay.reinforce(state[0])
+            state[0] = self._decay.reinforce(state[0])
             state[1] = max(state[1], t)
             state[2] += 1
 
@@ -139,7 +167,7 @@ class DecayRetriever(WrapperRetriever):
         doomed = []
         for i in list(self._records):
             strength, last, _ = self._state[i]
-            if self.decay.should_forget(self.decay.elapsed(t, last), strength):
+            if self._decay.should_forget(self._decay.elapsed(t, last), strength):
                 doomed.append(i)
         self.remove(doomed)
         return doomed
@@ -158,8 +186,15 @@ class DecayRetriever(WrapperRetriever):
         if not inner:
             return []
         relevance = [h.score for h in inner]
-        retention = [self.decay.weight(t, self._state[h.id][1], self._state[h.id][0]) for h in inner]
-        if self.combine == "multiply":
+        if self.combine == "prior":
+            span = t - self._oldest()
+            retention = [self._decay.retention(max(0.0, t - self._state[h.id][1]) / span if span > 0 else 0.0,
+                                              self._state[h.id][0]) for h in inner]
+        else:
+            retention = [self._decay.weight(t, self._state[h.id][1], self._state[h.id][0]) for h in inner]
+        if self.combine == "prior":
+            final = [r + self.weight * w for r, w in zip(scale_to_best(relevance), retention)]
+        elif self.combine == "multiply":
             final = [r * w for r, w in zip(relevance, retention)]
         elif self.combine == "add":
             final = [r + w for r, w in zip(relevance, retention)]

@@ -59,13 +59,11 @@ class PseudoRelevanceFeedback(QueryExpander):
         self.fb_docs = fb_docs
         self.fb_terms = fb_terms
         self.original_weight = original_weight
-        # None resolves to a stop-word-free tokenizer, shown by get_params as tokenizer__*.
-        self.tokenizer = tokenizer if tokenizer is not None else Tokenizer(stopwords="english")
+        self.tokenizer = tokenizer
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.tokenizer is None:
-            self.tokenizer = Tokenizer(stopwords="english")
+        self._tokenizer = self._resolve("tokenizer", lambda: Tokenizer(stopwords="english"))
         for pname in ("fb_docs", "fb_terms"):
             value = getattr(self, pname)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -75,7 +73,7 @@ class PseudoRelevanceFeedback(QueryExpander):
 
     def term_weights(self, query: str, hits: list[Hit]) -> dict[str, float]:
         """P(t) for every term of the query and the feedback hits, in first-seen order."""
-        q_tokens = self.tokenizer(query)
+        q_tokens = self._tokenizer(query)
         weights: dict[str, float] = {}
         lam = float(self.original_weight)
         for term, tf in Counter(q_tokens).items():
@@ -84,7 +82,7 @@ class PseudoRelevanceFeedback(QueryExpander):
         total = sum(positive)
         doc_w = [p / total for p in positive] if total > 0 else [1.0 / len(hits)] * len(hits)
         for h, wd in zip(hits, doc_w):
-            tokens = self.tokenizer(h.record.content)
+            tokens = self._tokenizer(h.record.content)
             if not tokens:
                 continue
             for term, tf in Counter(tokens).items():
@@ -100,7 +98,7 @@ class PseudoRelevanceFeedback(QueryExpander):
         # sorted() is stable: ties keep first-seen order
         best = sorted(weights.items(), key=lambda p: -p[1])[:self.fb_terms]
         expanded = " ".join(t for t, w in best if w > 0)
-        if not expanded or expanded == " ".join(self.tokenizer(query)):
+        if not expanded or expanded == " ".join(self._tokenizer(query)):
             return [query]
         return [query, expanded]
 
@@ -124,18 +122,17 @@ class ExpansionRetriever(WrapperRetriever):
         super().__init__()
         self.retriever = retriever
         self.expander = expander
-        self.fusion = fusion if fusion is not None else RRF()
+        self.fusion = fusion
         self.candidates = candidates
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.fusion is None:
-            self.fusion = RRF()
+        self._fusion = self._resolve("fusion", lambda: RRF())
         self._check_wrapped()
         if not isinstance(self.expander, QueryExpander):
             raise ConfigError(f"expander must be a QueryExpander, got {type(self.expander).__name__}")
-        if not isinstance(self.fusion, Fusion):
-            raise ConfigError(f"fusion must be a Fusion (RRF, WeightedSum), got {type(self.fusion).__name__}")
+        if not isinstance(self._fusion, Fusion):
+            raise ConfigError(f"fusion must be a Fusion (RRF, WeightedSum), got {type(self._fusion).__name__}")
         check_candidates(self.candidates)
         self._sync([self.retriever])
 
@@ -149,14 +146,14 @@ class ExpansionRetriever(WrapperRetriever):
 
     def _weights_for(self, n_queries: int) -> list[float] | None:
         """Weight i for query i: the first ``n_queries`` configured weights (None: equal)."""
-        weights = getattr(self.fusion, "weights", None)
+        weights = getattr(self._fusion, "weights", None)
         if weights is None:
             return None
         weights = list(weights)
         if n_queries > len(weights):
             raise ConfigError(
                 f"{type(self.expander).__name__} returned {n_queries} queries but "
-                f"{type(self.fusion).__name__} weights={weights!r} has only {len(weights)} "
+                f"{type(self._fusion).__name__} weights={weights!r} has only {len(weights)} "
                 f"entries; give one weight per query (the original query first)")
         return weights[:n_queries]
 
@@ -169,7 +166,7 @@ class ExpansionRetriever(WrapperRetriever):
         n = max(k, self.candidates)
         weights = self._weights_for(len(queries))
         per_query = [self.retriever.search(q, n, where=where, now=now) for q in queries]
-        fused = self.fusion.fuse([[(h.id, h.score) for h in hits] for hits in per_query], weights)
+        fused = self._fusion.fuse([[(h.id, h.score) for h in hits] for hits in per_query], weights)
         ranked = self._order(fused)[:k]
         by_query = [{h.id: h for h in hits} for hits in per_query]
         components = []

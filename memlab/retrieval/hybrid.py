@@ -27,50 +27,47 @@ class HybridRetriever(Retriever):
     def __init__(self, retrievers: list[Retriever] | None = None, fusion: Fusion | None = None,
                  weights: list[float] | None = None, candidates: int = 50):
         super().__init__()
-        # None resolves to the defaults so that get_params shows retrievers__0__k1 etc.
-        self.retrievers = retrievers if retrievers is not None else [BM25Retriever(), VectorRetriever()]
-        self.fusion = fusion if fusion is not None else RRF()
+        self.retrievers = retrievers
+        self.fusion = fusion
         self.weights = weights
         self.candidates = candidates
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.retrievers is None:
-            self.retrievers = [BM25Retriever(), VectorRetriever()]
-        if self.fusion is None:
-            self.fusion = RRF()
-        if not isinstance(self.retrievers, (list, tuple)) or not self.retrievers:
-            raise ConfigError(f"retrievers must be a non-empty list of retrievers, got {self.retrievers!r}")
-        for child in self.retrievers:
+        self._retrievers = self._resolve("retrievers", lambda: [BM25Retriever(), VectorRetriever()])
+        self._fusion = self._resolve("fusion", lambda: RRF())
+        if not isinstance(self._retrievers, (list, tuple)) or not self._retrievers:
+            raise ConfigError(f"retrievers must be a non-empty list of retrievers, got {self._retrievers!r}")
+        for child in self._retrievers:
             if not isinstance(child, Retriever):
                 raise ConfigError(f"retrievers must hold Retriever objects, got {type(child).__name__}")
-        if not isinstance(self.fusion, Fusion):
-            raise ConfigError(f"fusion must be a Fusion (RRF, WeightedSum), got {type(self.fusion).__name__}")
-        n = len(self.retrievers)
+        if not isinstance(self._fusion, Fusion):
+            raise ConfigError(f"fusion must be a Fusion (RRF, WeightedSum), got {type(self._fusion).__name__}")
+        n = len(self._retrievers)
         check_weights(self.weights, n, "retrievers")
-        fusion_weights = getattr(self.fusion, "weights", None)
+        fusion_weights = getattr(self._fusion, "weights", None)
         if self.weights is None and fusion_weights is not None:
             check_weights(fusion_weights, n, "retrievers")
         check_candidates(self.candidates)
         self._keys: list[str] = []
-        for child in self.retrievers:
+        for child in self._retrievers:
             key, m = child.name, 1
             while key in self._keys:
                 m += 1
                 key = f"{child.name}_{m}"
             self._keys.append(key)
-        self._sync(list(self.retrievers))
+        self._sync(list(self._retrievers))
 
     def _add(self, records: list[MemoryRecord]) -> None:
-        for child in self.retrievers:
+        for child in self._retrievers:
             child.add(records)
 
     def _remove(self, ids: list[str]) -> None:
-        for child in self.retrievers:
+        for child in self._retrievers:
             child.remove(ids)
 
     def _clear(self) -> None:
-        for child in self.retrievers:
+        for child in self._retrievers:
             child.reset()
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None,
@@ -79,8 +76,8 @@ class HybridRetriever(Retriever):
         if k == 0 or not self._records:
             return []
         n = max(k, self.candidates)
-        child_hits = [child.search(query, n, where=where, now=now) for child in self.retrievers]
-        fused = self.fusion.fuse([[(h.id, h.score) for h in hits] for hits in child_hits], self.weights)
+        child_hits = [child.search(query, n, where=where, now=now) for child in self._retrievers]
+        fused = self._fusion.fuse([[(h.id, h.score) for h in hits] for hits in child_hits], self.weights)
         ranked = self._order(fused)[:k]
         by_child = [{h.id: h for h in hits} for hits in child_hits]
         components = []

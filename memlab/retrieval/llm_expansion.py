@@ -3,7 +3,7 @@ expansion (LangChain's MultiQueryRetriever) and HyDE (a hypothetical answer pass
 
 from __future__ import annotations
 
-from ..base import ConfigError
+from ..base import Param
 from ..llm.base import LLM, UsesLLM
 from ..llm.prompts import expand_prompt, hyde_prompt, parse_lines, rewrite_prompt
 from ..records import MemoryRecord
@@ -15,15 +15,14 @@ from ..filters import Where
 class LLMQueryRewriter(UsesLLM):
     """Rewrites the question into a standalone search query using the last ``history_turns`` turns."""
 
+    constraints = {
+        "llm": Param(LLM),
+        "history_turns": Param(int, ge=0),
+    }
+
     def __init__(self, llm: LLM, history_turns: int = 4):
         self.llm = llm
         self.history_turns = history_turns
-        self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if isinstance(self.history_turns, bool) or not isinstance(self.history_turns, int) \
-                or self.history_turns < 0:
-            raise ConfigError(f"history_turns must be an int >= 0, got {self.history_turns!r}")
 
     def _prompt(self, question: str, history: list[MemoryRecord]) -> list[dict[str, str]]:
         recent = history[-self.history_turns:] if self.history_turns else []
@@ -45,14 +44,14 @@ class MultiQueryExpander(UsesLLM, QueryExpander):
     """LLM multi-query expansion (LangChain's MultiQueryRetriever): ``[query, *rewrites]``,
     at most ``n`` rewrites, blank lines, numbering and repeats of the query dropped."""
 
+    constraints = {
+        "llm": Param(LLM),
+        "n": Param(int, ge=1),
+    }
+
     def __init__(self, llm: LLM, n: int = 3):
         self.llm = llm
         self.n = n
-        self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
-            raise ConfigError(f"n must be an int >= 1, got {self.n!r}")
 
     def _queries(self, query: str, text: str) -> list[str]:
         return [query] + [q for q in parse_lines(text, self.n + 1) if q != query][:self.n]
@@ -68,6 +67,10 @@ class MultiQueryExpander(UsesLLM, QueryExpander):
 
 class HyDEExpander(UsesLLM, QueryExpander):
     """HyDE: search with a hypothetical answer passage too: ``[query, passage]``."""
+
+    constraints = {
+        "llm": Param(LLM),
+    }
 
     def __init__(self, llm: LLM):
         self.llm = llm

@@ -104,13 +104,12 @@ class MMRSelector(Selector):
     name = "mmr"
 
     def __init__(self, embedder: Embedder | None = None, lambda_: float = 0.5):
-        self.embedder = embedder if embedder is not None else HashingEmbedder()
+        self.embedder = embedder
         self.lambda_ = lambda_
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.embedder is None:
-            self.embedder = HashingEmbedder()
+        self._embedder = self._resolve("embedder", lambda: HashingEmbedder())
         if not 0 <= self.lambda_ <= 1:
             raise ConfigError(f"lambda_ must be in [0, 1], got {self.lambda_}")
 
@@ -118,7 +117,7 @@ class MMRSelector(Selector):
         _check_k(k)
         if not hits or k == 0:
             return []
-        vecs = self.embedder.embed([query] + [h.record.content for h in hits])
+        vecs = self._embedder.embed([query] + [h.record.content for h in hits])
         picks = mmr(vecs[0], vecs[1:], None, k, self.lambda_)
         scores = np.minimum.accumulate([v for _, v in picks]).tolist()
         return rerank([hits[i] for i, _ in picks], scores, self.name)
@@ -210,28 +209,27 @@ class NearDuplicateMerger(Selector):
     name = "dedup"
 
     def __init__(self, embedder: Embedder | None = None, threshold: float = 0.95, keep: str = "newest"):
-        self.embedder = embedder if embedder is not None else HashingEmbedder()
+        self.embedder = embedder
         self.threshold = threshold
         self.keep = keep
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.embedder is None:
-            self.embedder = HashingEmbedder()
+        self._embedder = self._resolve("embedder", lambda: HashingEmbedder())
         if self.keep not in KEEP_MODES:
             raise ConfigError(f"keep must be one of {', '.join(KEEP_MODES)}, got {self.keep!r}")
         if not -1 <= self.threshold <= 1:
             raise ConfigError(f"threshold must be a cosine in [-1, 1], got {self.threshold}")
 
     def merge(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
-        return merge_near_duplicates(records, self.embedder, self.threshold, self.keep)
+        return merge_near_duplicates(records, self._embedder, self.threshold, self.keep)
 
     def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
         _check_k(k)
         if not hits or k == 0:
             return []
         records = [h.record for h in hits]
-        groups = near_duplicate_groups(self.embedder.embed([r.content for r in records]), self.threshold)
+        groups = near_duplicate_groups(self._embedder.embed([r.content for r in records]), self.threshold)
         out = []
         for group in groups[:k]:
             s = _survivor(group, records, self.keep)

@@ -4,44 +4,42 @@ from __future__ import annotations
 
 from ..embeddings.base import Embedder
 from ..embeddings.hashing import HashingEmbedder
+from ..filters import Where, filter_view
 from ..records import Hit, MemoryRecord
 from ..storage.vector import NumpyVectorStore, VectorStore
 from .base import Retriever
-from ..filters import Where, filter_view
 
 
 class VectorRetriever(Retriever):
     """Cosine similarity between the embedded query and embedded record contents.
 
-    ``embedder`` defaults to the offline ``HashingEmbedder()``, ``store`` to an exact
+    ``embedder`` defaults to the offline ``HashingEmbedder()``, ``vector_store`` to an exact
     ``NumpyVectorStore()``; any ``VectorStore`` (chromadb included) works the same way.
     Records with blank content are not indexed (as in CAMEL's VectorDBBlock) and are not
     kept. The store receives ``filter_view(record)`` as metadata, and ``where`` is passed
     down to the store, so filtering happens where the vectors are. Ids found in the store
     but never added to this retriever (a reopened persistent store) are skipped.
-    ``reset()`` clears the store: the retriever owns it. Records are embedded as passages
+    ``reset()`` deletes the vectors of the records added here, never others a store handed
+    in holds. Records are embedded as passages
     (``embedder.embed``), the query in the embedder's query mode (``embed_queries``).
     """
 
     name = "vector"
 
-    def __init__(self, embedder: Embedder | None = None, store: VectorStore | None = None):
+    def __init__(self, embedder: Embedder | None = None, vector_store: VectorStore | None = None):
         super().__init__()
-        # None resolves to the defaults so that get_params shows embedder__* and store__*.
-        self.embedder = embedder if embedder is not None else HashingEmbedder()
-        self.store = store if store is not None else NumpyVectorStore()
+        self.embedder = embedder
+        self.vector_store = vector_store
         self._bound: tuple[int, str, int] | None = None
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.embedder is None:
-            self.embedder = HashingEmbedder()
-        if self.store is None:
-            self.store = NumpyVectorStore()
-        bound = (id(self.embedder), self.embedder.identity(), id(self.store))
+        self._embedder = self._resolve("embedder", lambda: HashingEmbedder())
+        self._store = self._resolve("vector_store", lambda: NumpyVectorStore())
+        bound = (id(self._embedder), self._embedder.identity(), id(self._store))
         if self._bound is not None and bound != self._bound and self._records:
             if bound[:2] != self._bound[:2]:
-                self.store.clear()  # old vectors may even have another dimension
+                self._store.delete(list(self._records))  # old vectors may even have another dimension
             # A new embedder or store: put every kept record into it, embedded anew.
             self._index(list(self._records.values()))
         self._bound = bound
@@ -56,8 +54,8 @@ class VectorRetriever(Retriever):
     def _index(self, records: list[MemoryRecord]) -> None:
         if not records:
             return
-        vectors = self.embedder.embed([r.content for r in records])
-        self.store.add([r.id for r in records], vectors,
+        vectors = self._embedder.embed([r.content for r in records])
+        self._store.add([r.id for r in records], vectors,
                        metadatas=[filter_view(r) for r in records],
                        documents=[r.content for r in records])
 
@@ -65,16 +63,21 @@ class VectorRetriever(Retriever):
         self._index(records)
 
     def _remove(self, ids: list[str]) -> None:
-        self.store.delete(ids)
+        self._store.delete(ids)
+
+    def reset(self) -> None:
+        ids = list(self._records)
+        super().reset()
+        self._store.delete(ids)
 
     def _clear(self) -> None:
-        self.store.clear()
+        pass  # reset deletes the ids it knew (a store handed in may hold others' vectors)
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None,
                now: float | None = None) -> list[Hit]:
         k = self._check_search(k, where)
         if k == 0 or not self._records or not query.strip():
             return []
-        vector = self.embedder.embed_queries([query])[0]
-        pairs = self.store.query(vector, k, where=where)
+        vector = self._embedder.embed_queries([query])[0]
+        pairs = self._store.query(vector, k, where=where)
         return self._hits(self._order(pairs)[:k])

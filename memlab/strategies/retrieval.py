@@ -16,7 +16,6 @@ records them all.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from typing import Any
 
 from ..base import ConfigError
@@ -44,7 +43,9 @@ class RetrievalStrategy(Strategy):
     decay_combine, decay_weight: how retention meets relevance (``DecayRetriever``):
         "multiply" (relevance * retention), "add", or "weighted"
         ((1 - decay_weight) * minmax(relevance) + decay_weight * retention), which keeps
-        relevance in play when fused scores (RRF) vary little.
+        relevance in play when fused scores (RRF) vary little, or "prior" (relevance scaled
+        to the best hit + decay_weight * retention, time relative to the dialogue's span: a
+        bounded recency prior that reorders only near-equal hits).
     reinforce: which recalls strengthen a memory under ``decay``: "used" (those that made it
         into a built context: what the agent saw), "returned" (every hit ``retrieve``
         returns, after the cut to k) or "none".
@@ -151,8 +152,8 @@ class RetrievalStrategy(Strategy):
         if k <= 0:
             return []
         now = self._now(now)
-        hits = self._ranked(query, max(k, self.candidates), where, now)
-        hits = hits[:k]
+        # copies: the memoised list is shared by the calls of one probe and stays as searched
+        hits = [_copy_hit(h) for h in self._ranked(query, max(k, self.candidates), where, now)[:k]]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
         if self.reinforce == "returned" and (query, now) != self._last_recall:
@@ -172,15 +173,11 @@ class RetrievalStrategy(Strategy):
         key = (query, n, copy.deepcopy(where), now, self._version)
         memo = self._memo
         if memo is not None and memo[0] == key:
-            return [dataclasses.replace(h) for h in memo[1]]
+            return memo[1]
         hits = self._chain.search(query, n, where=where, now=now)
         for selector in self._selectors():
             hits = selector.select(query, hits, n)
-        if not self._memoisable:
-            self._memo = None
-        else:
-            self._memo = (key, hits)
-            hits = [dataclasses.replace(h) for h in hits]
+        self._memo = (key, hits) if self._memoisable else None
         return hits
 
     def store_size(self) -> int:
@@ -225,6 +222,13 @@ class RetrievalStrategy(Strategy):
         if now is not None:
             return now
         return self._history[-1].timestamp if self._history else None
+
+
+def _copy_hit(hit: Hit) -> Hit:
+    """A shallow copy (dataclasses.replace re-runs __init__: ten times slower, per hit per probe)."""
+    out = object.__new__(type(hit))
+    out.__dict__.update(hit.__dict__)
+    return out
 
 
 def source_ids(records: list[MemoryRecord]) -> list[str]:

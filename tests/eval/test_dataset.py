@@ -171,3 +171,14 @@ def test_positions_follow_edits_of_the_dialogue(ds):
     for other in (copy.deepcopy(d), pickle.loads(pickle.dumps(d))):
         assert other == d and "_index_cache" not in other.__dict__
         assert other.timeline() == d.timeline()
+
+
+def test_hash_is_the_sha256_of_the_asdict_json(ds):
+    import hashlib
+    from dataclasses import asdict
+
+    ds.dialogues[0].metadata["nested"] = {"b": [1, (2, 3)], "a": None}
+    ds.dialogues[0].probes[0].metadata["tags"] = ("x", "y")
+    text = json.dumps([asdict(d) for d in ds.dialogues], sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"), allow_nan=False)
+    assert ds.hash == hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -83,7 +83,8 @@ def test_plot_metric_vs_param(df):
 
 
 def test_plot_metric_vs_categorical_param(df):
-    fig = plot_metric_vs_param(df.assign(keep_rate=df.keep_rate.map(str)), "keep_rate", "recall@5")
+    bm25 = df[df.strategy == "bm25"]
+    fig = plot_metric_vs_param(bm25.assign(keep_rate=bm25.keep_rate.map(str)), "keep_rate", "recall@5")
     ax = fig.axes[0]
     assert len(ax.lines) == 1 and ax.lines[0].get_xdata().tolist() == [0.0, 1.0, 2.0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.5", "0.9", "1.0"]
@@ -138,3 +139,61 @@ def test_draws_on_given_axes(df):
     ax1, ax2 = fig.subplots(1, 2)
     assert plot_metric_at_k(df, ax=ax2) is fig
     assert len(ax2.lines) == 2 and len(ax1.lines) == 0
+
+
+def test_metric_vs_param_never_pools_configurations(df):
+    with pytest.raises(MemlabError, match=r"would pool 2 configurations at keep_rate=0.5 \(bm25, hybrid\)"):
+        plot_metric_vs_param(df, "keep_rate", "recall@5")
+    grid = pd.concat([df.assign(decay=d, strategy=df.strategy + f" decay={d}") for d in (10, 2)])
+    with pytest.raises(MemlabError, match="would pool 2 configurations"):
+        plot_metric_vs_param(grid.assign(base=grid.strategy.str.split().str[0]), "keep_rate", "recall@5",
+                             hue="base")                       # decay is a second grid dimension
+    fig = plot_metric_vs_param(grid.assign(base=grid.strategy.str.split().str[0]), "keep_rate", "recall@5",
+                               hue="base", split=["decay"], method="normal")
+    ax = fig.axes[0]
+    # one line per strategy and per decay setting, decay sorted as numbers (2 before 10)
+    assert [l.get_label() for l in ax.lines] == ["bm25, decay=2", "bm25, decay=10", "hybrid, decay=2",
+                                                  "hybrid, decay=10"]
+    # identical lines (decay changes nothing here) stay distinguishable
+    styles = {(l.get_color(), l.get_marker(), l.get_linestyle()) for l in ax.lines}
+    assert len(styles) == 4
+    assert ax.get_ylim() == (0.0, 1.02)                         # recall is bounded: axis from 0 to 1
+    assert ax.get_legend() is not None and ax.get_legend().get_title().get_text() == "base, decay"
+
+
+def test_unbounded_metrics_start_at_zero(df):
+    fig = plot_metric_vs_param(df[df.strategy == "hybrid"], "keep_rate", "context_tokens", method="normal")
+    assert fig.axes[0].get_ylim()[0] == 0.0
+
+
+def test_by_category_readable_and_missing_is_not_zero(df):
+    frame = df.copy()
+    frame.loc[(frame.strategy == "hybrid") & (frame.category == "temporal"), "recall@5"] = np.nan   # missing
+    frame.loc[(frame.strategy == "bm25") & (frame.category == "multi-hop"), "recall@5"] = 0.0       # zero
+    fig = plot_by_category(frame, "recall@5", method="normal")
+    width, height = fig.get_size_inches()
+    assert width <= 12 and height <= 4.5
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("n/a") == 1 and texts.count("0") == 1
+    assert ax.get_ylim() == (0.0, 1.02)
+    legend = ax.get_legend()
+    assert legend is not None and legend.get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1  # beside
+
+
+def test_pareto_of_recall_against_tokens_at_budgets():
+    rows = []
+    for strategy, scale in (("bm25", 1.0), ("layered", 0.5)):
+        for d in ("d1", "d2"):
+            rows.append({"strategy": strategy, "dialogue_id": d,
+                         "recall@256tok": 0.4 * scale, "tokens@256tok": 200.0,
+                         "recall@512tok": 0.6 * scale, "tokens@512tok": 450.0 if d == "d1" else 470.0,
+                         "context_tokens": 100.0, "recall@5": 0.5})
+    fig = plot_pareto(pd.DataFrame(rows))
+    ax = fig.axes[0]
+    lines = {l.get_label(): l for l in ax.lines}
+    assert set(lines) == {"bm25", "layered", "Pareto front"}
+    assert lines["bm25"].get_xdata().tolist() == [200.0, 460.0]
+    assert lines["bm25"].get_ydata().tolist() == [0.4, 0.6]
+    assert lines["Pareto front"].get_ydata().tolist() == [0.4, 0.6]
+    assert "tokens" in ax.get_xlabel()

@@ -146,3 +146,86 @@ def test_grid_keys_may_be_factory_arguments_of_a_named_strategy(tiny):
     df = sweep({"name": "hybrid"}, {"weights": [[1.0, 0.0], [0.0, 1.0]]}, tiny, label="h")
     assert df["param:retriever__fusion__weights"].tolist() == ["[1.0, 0.0]"] * 4 + ["[0.0, 1.0]"] * 4
     assert df["weights"].tolist() == ["[1.0, 0.0]"] * 4 + ["[0.0, 1.0]"] * 4
+
+
+def _count_replays(monkeypatch):
+    import sys
+
+    sweep_module = sys.modules["memlab.eval.sweep"]  # the package attribute is the function
+    calls = []
+    real = sweep_module.replay
+    monkeypatch.setattr(sweep_module, "replay", lambda *a, **k: calls.append(k.get("label")) or real(*a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda c: c["grid"].update(keep_rate=[0.5, 1.2]), "keep_rate"),
+    (lambda c: c["plots"].append({"kind": "metric_vs_param", "param": "keep_rate", "metric": "context_recal"}),
+     "plots[2]: metric 'context_recal' is not a column the sweep will produce; did you mean 'context_recall'?"),
+    (lambda c: c["plots"].append({"kind": "metric_vs_param", "param": "keep_rat", "metric": "context_recall"}),
+     "did you mean 'keep_rate'?"),
+    (lambda c: c["plots"].append({"kind": "metric_at_k", "metric": "recal"}), "did you mean 'recall'?"),
+    (lambda c: c["plots"].append({"kind": "pareto", "colour": "red"}), "unexpected keyword argument 'colour'"),
+    (lambda c: c["plots"].append({"kind": "pareto", "y": "recall@512tok"}), "is not a column the sweep"),
+])
+def test_everything_is_checked_before_the_first_replay(tmp_path, tiny_file, monkeypatch, mutate, message):
+    calls = _count_replays(monkeypatch)
+    config = _config(tmp_path, tiny_file)
+    mutate(config)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("?", r"\?").replace("[", r"\[")):
+        run_config(config)
+    assert calls == []                                     # nothing was replayed
+
+
+def test_output_path_is_checked_before_the_replay(tmp_path, tiny_file, monkeypatch):
+    calls = _count_replays(monkeypatch)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    config = _config(tmp_path, tiny_file)
+    config["run"]["output"] = str(blocker)
+    with pytest.raises(ConfigError, match="exists and is not a folder"):
+        run_config(config)
+    config["run"]["output"] = str(blocker / "sub")
+    with pytest.raises(ConfigError, match="cannot write to output"):
+        run_config(config)
+    assert calls == []
+
+
+def test_metric_vs_param_draws_one_line_per_other_grid_setting(tmp_path, tiny_file):
+    config = _config(tmp_path, tiny_file)
+    config["strategies"] = config["strategies"][1:]
+    config["grid"] = {"keep_rate": [0.5, 1.0], "token_limit": [60, 200]}
+    config["run"]["budgets"] = [20, 40]
+    config["plots"] = [{"kind": "metric_vs_param", "param": "keep_rate", "metric": "context_recall"},
+                       {"kind": "pareto"}]
+    result = run_config(config)
+    lines = [l.get_label() for l in result.figures["00_metric_vs_param_context_recall.png"].axes[0].lines]
+    assert lines == ["lt, token_limit=60", "lt, token_limit=200"]
+    pareto = result.figures["01_pareto_.png"].axes[0]
+    assert sorted(l.get_label() for l in pareto.lines)[-1] == "lt keep_rate=1.0 token_limit=60"
+    assert "recall@20tok_ci_low" in result.summary.columns
+
+
+def test_provenance_hashes_user_modules_and_counts_untracked_files(tmp_path, tiny_file):
+    import hashlib
+    import json
+    import subprocess
+
+    from memlab.eval.results import provenance
+
+    module = tmp_path / "my_strategy.py"
+    module.write_text("X = 1\n")
+    config = _config(tmp_path, tiny_file)
+    config["imports"] = [module.name]
+    run_config(config, base_dir=tmp_path)
+    prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert prov["user_modules"] == {str(module): hashlib.sha256(b"X = 1\n").hexdigest()}
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    (repo / "a.py").write_text("a = 1\n")
+    subprocess.run(["git", "-c", "user.email=x@y", "-c", "user.name=x", "add", "a.py"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.email=x@y", "-c", "user.name=x", "commit", "-qm", "a"], cwd=repo, check=True)
+    assert provenance(str(repo))["git_dirty"] is False
+    (repo / "new_strategy.py").write_text("b = 2\n")           # untracked, not ignored
+    assert provenance(str(repo))["git_dirty"] is True

@@ -105,7 +105,7 @@ def test_llm_extractor_gives_up_or_skips(server, chat_llm):
     skipping = LLMExtractor(chat_llm, max_attempts=2, on_failure="skip")
     assert skipping.extract(TURNS) == [] and skipping.failures == 1
     assert LLMExtractor(chat_llm).extract([]) == []
-    with pytest.raises(ConfigError, match="max_attempts must be an int >= 1, got 0"):
+    with pytest.raises(ConfigError, match=r"^LLMExtractor parameter 'max_attempts': expected an int >= 1, got 0$"):
         LLMExtractor(chat_llm, max_attempts=0)
 
 

@@ -133,7 +133,7 @@ def test_memoised_retrieval_and_llm_usage_through_loopback(server, chat_llm):
                                          for r in answered)
     m.reset()
     assert m.llm_usage() == {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "cached_calls": 0,
-            "cached_tokens": 0}
+            "cached_tokens": 0, "format_errors": 0}
     assert m.retrieve("Where does Ann live?", 5) == []
 
 
@@ -195,9 +195,9 @@ def test_chinese_dialogue():
 
 
 def test_configuration_errors_and_params():
-    with pytest.raises(ConfigError, match="short_term must be a ShortTermMemory or None, got str"):
+    with pytest.raises(ConfigError, match=r"^LayeredMemory parameter 'short_term': expected a ShortTermMemory or None, got 'window'$"):
         LayeredMemory(short_term="window")
-    with pytest.raises(ConfigError, match="llm must be an LLM"):
+    with pytest.raises(ConfigError, match=r"^LayeredMemory parameter 'llm': expected an LLM \(OpenAIChat, OfflineLLM\) or None, got 'gpt-4o'$"):
         LayeredMemory(llm="gpt-4o")
     m = LayeredMemory(update_step=Update(extract_every=3))
     assert m.get_params()["update_step__extract_every"] == 3
@@ -224,7 +224,7 @@ def test_named_layered_with_an_llm_summarises_with_it():
     assert prompt == 220
     assert m.usage_by_step()["summarize"] == {"prompt_tokens": 2 * prompt, "completion_tokens": 98,
                                               "calls": 2, "cached_calls": 0,
-            "cached_tokens": 0}
+            "cached_tokens": 0, "format_errors": 0}
     # an LLM summary is attributed lexically: a folded turn counts when at least half of its
     # stemmed content terms are in the summary ("Nice to meet you, Ann." and "Coffee lovers
     # unite." keep 1 of 3; "Rex sounds lovely." keeps rex and love(ly))

@@ -81,13 +81,13 @@ def test_newest_turns_are_never_folded_even_over_budget():
 
 
 def test_validation_messages():
-    with pytest.raises(ConfigError, match=r"summarize_at must be in \(0, 1\], got 1.5"):
+    with pytest.raises(ConfigError, match=r"^ShortTermMemory parameter 'summarize_at': expected a number > 0 and <= 1, got 1.5$"):
         ShortTermMemory(summarize_at=1.5)
     with pytest.raises(ConfigError, match=r"keep_recent must be < max_turns \(3\), got 3"):
         ShortTermMemory(max_turns=3, keep_recent=3)
-    with pytest.raises(ConfigError, match="token_budget must be an int >= 1, got 0"):
+    with pytest.raises(ConfigError, match=r"^ShortTermMemory parameter 'token_budget': expected an int >= 1, got 0$"):
         ShortTermMemory(token_budget=0)
-    with pytest.raises(ConfigError, match="summarizer must be a Summarizer"):
+    with pytest.raises(ConfigError, match=r"^ShortTermMemory parameter 'summarizer': expected a Summarizer or None"):
         ShortTermMemory(summarizer="extractive")
 
 

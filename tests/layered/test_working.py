@@ -151,7 +151,7 @@ def test_load_layout_and_sources():
     bare = Load(system_prompt="", include_dates=False).run(WorkingState("q"), layers())
     assert bare.context.messages == [] and bare.context.token_count == 0
     assert bare.messages == [{"role": "user", "content": "q"}]
-    with pytest.raises(ConfigError, match="system_prompt must be a string or None, got int"):
+    with pytest.raises(ConfigError, match=r"^Load parameter 'system_prompt': expected a string or None, got 3$"):
         Load(system_prompt=3)
 
 
@@ -198,15 +198,17 @@ def test_update_extracts_every_n_turns_and_archives_folded_chunks():
 
 def test_step_parameters_are_validated_on_set_params():
     llm = OfflineLLM(token_counter=ApproxTokenCounter())
-    with pytest.raises(ConfigError, match="n must be an int >= 1, got 0"):
-        MultiQueryExpander(llm).set_params(n=0)
-    with pytest.raises(ConfigError, match="history_turns must be an int >= 0, got -1"):
+    with pytest.raises(ConfigError, match=r"^MultiQueryExpander parameter 'n': expected an int >= 1, got 0$"):
+        expander = MultiQueryExpander(llm)
+        expander.set_params(n=0)
+    assert expander.n == 3  # a failed set_params changes nothing
+    with pytest.raises(ConfigError, match=r"^LLMQueryRewriter parameter 'history_turns': expected an int >= 0, got -1$"):
         LLMQueryRewriter(llm, history_turns=-1)
-    with pytest.raises(ConfigError, match="extract_every must be an int >= 1, got 0"):
+    with pytest.raises(ConfigError, match=r"^Update parameter 'extract_every': expected an int >= 1, got 0$"):
         Update(extract_every=0)
-    with pytest.raises(ConfigError, match="max_items must be an int >= 0, got -1"):
+    with pytest.raises(ConfigError, match=r"^Filter parameter 'max_items': expected an int >= 0, got -1$"):
         Filter(max_items=-1)
-    with pytest.raises(ConfigError, match="k must be an int >= 1, got 0"):
+    with pytest.raises(ConfigError, match=r"^Retrieve parameter 'k': expected an int >= 1, got 0$"):
         Retrieve(k=0)
 
 

@@ -8,8 +8,10 @@ from memlab.base import ConfigError
 from memlab.decay import Ebbinghaus, ExponentialRecency, ManualClock, TimeWeighting
 from memlab.records import MemoryRecord
 from memlab.retrieval.bm25 import BM25Retriever
-from memlab.retrieval.decay_retriever import DecayRetriever
+from memlab.retrieval.decay_retriever import DecayRetriever, scale_to_best
 from memlab.retrieval.hybrid import HybridRetriever
+from memlab.retrieval.vector import VectorRetriever
+from memlab.storage.vector import NumpyVectorStore
 
 DAY = 86400.0
 
@@ -61,6 +63,47 @@ def test_weighted_combine_uses_minmax_relevance():
     assert hits[lo_id] == pytest.approx(0.75 * 0.0 + 0.25 * rec_w[lo_id], abs=1e-12)
 
 
+def test_prior_combine_measures_time_relative_to_the_dialogue_span():
+    # span = now - oldest record = 4 days; t = age / span
+    d = DecayRetriever(BM25Retriever(variant="lucene"), decay=Ebbinghaus(forget_threshold=0.0),
+                       combine="prior", weight=0.2, reinforce="none")
+    d.add([rec(0, "kiwi kiwi kiwi", 0.0), rec(1, "kiwi melon", 2 * DAY), rec(2, "kiwi", 3 * DAY),
+           rec(3, "fig", 4 * DAY)])
+    rel = {h.id: h.score for h in d.retriever.search("kiwi")}
+    assert min(rel.values()) > 0  # lucene idf: relevance is divided by the best one
+    hits = {h.id: h for h in d.search("kiwi", now=4 * DAY)}
+    for i, age in (("0", 4.0), ("1", 2.0), ("2", 1.0)):
+        expected = rel[i] / max(rel.values()) + 0.2 * math.exp(-age / 4.0)
+        assert hits[i].score == pytest.approx(expected, abs=1e-12)
+        assert hits[i].components["decay"]["retention"] == pytest.approx(math.exp(-age / 4.0), abs=1e-15)
+    # the same dialogue stretched to 4 years gives the same scores: time is relative to the span
+    y = DecayRetriever(BM25Retriever(variant="lucene"), decay=Ebbinghaus(forget_threshold=0.0),
+                       combine="prior", weight=0.2, reinforce="none")
+    y.add([rec(0, "kiwi kiwi kiwi", 0.0), rec(1, "kiwi melon", 2 * 365 * DAY), rec(2, "kiwi", 3 * 365 * DAY),
+           rec(3, "fig", 4 * 365 * DAY)])
+    assert {h.id: h.score for h in y.search("kiwi", now=4 * 365 * DAY)} == pytest.approx(
+        {i: h.score for i, h in hits.items()}, abs=1e-12)
+
+
+def test_prior_is_bounded_an_update_beats_what_it_replaces_but_not_a_much_better_match():
+    d = DecayRetriever(BM25Retriever(variant="lucene"), decay=Ebbinghaus(forget_threshold=0.0),
+                       combine="prior", weight=0.3, reinforce="none")
+    d.add([rec(0, "my coffee is a latte", 0.0), rec(1, "my coffee is a mocha", 10 * DAY),
+           rec(2, "the weather", 20 * DAY)])
+    assert [h.id for h in d.search("coffee", now=20 * DAY)] == ["1", "0"]  # equal match: newer first
+    e = DecayRetriever(BM25Retriever(variant="lucene"), decay=Ebbinghaus(forget_threshold=0.0),
+                       combine="prior", weight=0.3, reinforce="none")
+    e.add([rec(0, "latte coffee order", 0.0), rec(1, "coffee", 10 * DAY), rec(2, "tea", 20 * DAY)])
+    assert [h.id for h in e.search("latte coffee order", now=20 * DAY)] == ["0", "1"]
+
+
+def test_scale_to_best():
+    assert scale_to_best([4.0, 2.0, 1.0]) == [1.0, 0.5, 0.25]
+    assert scale_to_best([2.0, -2.0]) == [1.0, 0.0]
+    assert scale_to_best([1.0, 0.0, -1.0]) == [1.0, 0.5, 0.0]
+    assert scale_to_best([0.0, 0.0]) == [1.0, 1.0]
+
+
 def test_now_resolution_explicit_clock_then_newest_timestamp():
     d = two_days(reinforce="none", gc=False)
     assert d.resolve_now() == DAY  # newest record seen
@@ -90,13 +133,14 @@ def test_reinforce_none_and_explicit_reinforce_ids():
 
 
 def test_collect_garbage_deletes_from_every_store():
-    d = DecayRetriever(HybridRetriever(), reinforce="none")
+    d = DecayRetriever(HybridRetriever([BM25Retriever(), VectorRetriever(vector_store=NumpyVectorStore())]),
+                       reinforce="none")
     d.add([rec(0, "old fact", 0.0), rec(1, "new fact", 2.5 * DAY)])
     # at 3 days: record 0 has exp(-3) < 0.05, record 1 exp(-0.5)
     assert d.collect_garbage(now=3 * DAY) == ["0"]
     bm25, vector = d.retriever.retrievers
     assert "0" not in d and "0" not in d.retriever and "0" not in bm25 and "0" not in vector
-    assert vector.store.ids() == ["1"] and bm25.scores("old") == {}
+    assert vector.vector_store.ids() == ["1"] and bm25.scores("old") == {}
     assert [h.id for h in d.search("fact", now=3 * DAY)] == ["1"]
 
 
@@ -123,12 +167,12 @@ def test_stochastic_gc_is_deterministic_and_reset_reseeds():
 
 
 def test_params_nest_and_validate():
-    d = DecayRetriever(BM25Retriever())
+    d = DecayRetriever(BM25Retriever(), decay=Ebbinghaus())
     params = d.get_params()
     assert params["decay__strength_growth"] == 1.0 and params["retriever__k1"] == 1.5
     d.set_params(decay__strength_growth=2.0)
     assert d.decay.strength_growth == 2.0
-    with pytest.raises(ConfigError, match="combine must be one of multiply, add, weighted, got 'max'"):
+    with pytest.raises(ConfigError, match="combine must be one of multiply, add, weighted, prior, got 'max'"):
         DecayRetriever(BM25Retriever(), combine="max")
     with pytest.raises(ConfigError, match="reinforce must be one of returned, none, got 'all'"):
         DecayRetriever(BM25Retriever(), reinforce="all")

@@ -3,11 +3,13 @@
 import pytest
 
 from memlab.base import ConfigError
+from memlab.embeddings.hashing import HashingEmbedder
 from memlab.records import MemoryRecord
 from memlab.retrieval.bm25 import BM25Retriever
 from memlab.retrieval.fusion import RRF, WeightedSum
 from memlab.retrieval.hybrid import HybridRetriever
 from memlab.retrieval.vector import VectorRetriever
+from memlab.storage.vector import NumpyVectorStore
 
 TEXTS = ["the red fox jumps", "a red car", "blue fox den", "green grass", "red red fox"]
 
@@ -17,6 +19,10 @@ def rec(i, text, ts=0.0):
 
 
 def filled(**kw):
+    # the parts are passed in (None would be stored as given): tests below reach into them
+    kw.setdefault("retrievers", [BM25Retriever(), VectorRetriever(embedder=HashingEmbedder(),
+                                                                  vector_store=NumpyVectorStore())])
+    kw.setdefault("fusion", RRF())
     h = HybridRetriever(**kw)
     h.add([rec(i, t) for i, t in enumerate(TEXTS)])
     return h
@@ -79,7 +85,7 @@ def test_add_remove_reset_reach_every_child():
     h.remove(["1", "4"])
     for child in h.retrievers:
         assert "1" not in child and "4" not in child
-    assert h.retrievers[1].store.ids() == ["0", "2", "3"]
+    assert h.retrievers[1].vector_store.ids() == ["0", "2", "3"]
     assert {x.id for x in h.search("red", k=10)} <= {"0", "2", "3"}
     h.reset()
     assert len(h) == 0 and all(len(c) == 0 for c in h.retrievers)

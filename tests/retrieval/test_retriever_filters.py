@@ -53,8 +53,8 @@ def retrievers():
     if ChromaVectorStore is not None:
         from memlab.retrieval.vector import VectorRetriever as V
 
-        out.append(V(store=ChromaVectorStore(collection="filters")))
-        out.append(HybridRetriever([BM25Retriever(), V(store=ChromaVectorStore(collection="filters2"))]))
+        out.append(V(vector_store=ChromaVectorStore(collection="filters")))
+        out.append(HybridRetriever([BM25Retriever(), V(vector_store=ChromaVectorStore(collection="filters2"))]))
     return out
 
 

@@ -19,8 +19,8 @@ STORES = ["numpy"] + (["chroma"] if ChromaVectorStore is not None else [])
 
 def make(kind):
     if kind == "numpy":
-        return VectorRetriever(store=NumpyVectorStore())
-    return VectorRetriever(store=ChromaVectorStore(collection="vr-test"))
+        return VectorRetriever(vector_store=NumpyVectorStore())
+    return VectorRetriever(vector_store=ChromaVectorStore(collection="vr-test"))
 
 
 def rec(i, text, ts=0.0, **md):
@@ -31,7 +31,7 @@ def rec(i, text, ts=0.0, **md):
 def retriever(request):
     r = make(request.param)
     yield r
-    r.store.close()
+    r.vector_store.close()
 
 
 def test_scores_are_cosine_similarities(retriever):
@@ -52,9 +52,9 @@ def test_blank_content_is_skipped_and_records_kept(retriever):
     retriever.add([rec(0, "   "), rec(1, "hello there"), rec(2, "")])
     assert len(retriever) == 1 and "0" not in retriever
     assert retriever.get_record("1").content == "hello there"
-    assert retriever.store.ids() == ["1"]
+    assert retriever.vector_store.ids() == ["1"]
     retriever.add([rec(1, " ")])  # a blank replacement removes the old one
-    assert len(retriever) == 0 and retriever.store.ids() == []
+    assert len(retriever) == 0 and retriever.vector_store.ids() == []
 
 
 def test_ties_by_insertion_order_and_k(retriever):
@@ -68,9 +68,9 @@ def test_remove_and_reset(retriever):
     retriever.add([rec(0, "alpha"), rec(1, "alpha beta")])
     retriever.remove(["0"])
     assert [h.id for h in retriever.search("alpha")] == ["1"]
-    assert retriever.store.ids() == ["1"]
+    assert retriever.vector_store.ids() == ["1"]
     retriever.reset()
-    assert len(retriever) == 0 and retriever.store.ids() == [] and retriever.search("alpha") == []
+    assert len(retriever) == 0 and retriever.vector_store.ids() == [] and retriever.search("alpha") == []
 
 
 def test_empty_cases_return_nothing(retriever):
@@ -81,36 +81,55 @@ def test_empty_cases_return_nothing(retriever):
 
 
 def test_store_gets_filter_view_as_metadata():
-    r = VectorRetriever()
+    r = VectorRetriever(vector_store=NumpyVectorStore())
     r.add([MemoryRecord("assistant", "hi", id="a", timestamp=5.0, agent_id="bot",
                         metadata={"topic": "x", "tags": ["no"], "id": "fake"})])
-    md = r.store.get(["a"])[0]["metadata"]
+    md = r.vector_store.get(["a"])[0]["metadata"]
     assert md == {"topic": "x", "role": "assistant", "agent_id": "bot", "timestamp": 5.0, "id": "a"}
 
 
 def test_changing_the_embedder_reembeds_everything():
-    r = VectorRetriever()
+    r = VectorRetriever(embedder=HashingEmbedder(), vector_store=NumpyVectorStore())
     r.add([rec(0, "alpha beta"), rec(1, "gamma")])
     r.set_params(embedder__n_features=64)
-    assert r.store.get(["0"])[0]["vector"].shape == (64,)
+    assert r.vector_store.get(["0"])[0]["vector"].shape == (64,)
     assert r.search("gamma")[0].id == "1"
-    r.set_params(store=NumpyVectorStore())
-    assert r.store.ids() == ["0", "1"]
+    r.set_params(vector_store=NumpyVectorStore())
+    assert r.vector_store.ids() == ["0", "1"]
 
 
-def test_defaults_show_in_get_params_and_clone_is_empty():
+def test_none_is_stored_as_given_and_resolved_at_use():
     r = VectorRetriever()
+    assert r.get_params() == {"embedder": None, "vector_store": None}
+    r.add([rec(0, "alpha beta")])
+    assert r.search("alpha")[0].id == "0"
+    r.set_params(vector_store=NumpyVectorStore())  # the records move into the store handed in
+    assert r.vector_store.ids() == ["0"]
+
+
+def test_reset_deletes_only_its_own_vectors_from_a_store_handed_in():
+    store = NumpyVectorStore()
+    store.add(["theirs"], HashingEmbedder().embed(["alpha"]))
+    r = VectorRetriever(vector_store=store)
+    r.add([rec(0, "alpha beta")])
+    assert [h.id for h in r.search("alpha")] == ["0"]  # ids it never added are skipped
+    r.reset()
+    assert store.ids() == ["theirs"]
+
+
+def test_params_show_in_get_params_and_clone_is_empty():
+    r = VectorRetriever(embedder=HashingEmbedder(), vector_store=NumpyVectorStore())
     r.add([rec(0, "x")])
     params = r.get_params()
-    assert params["embedder__n_features"] == 384 and "store__dim" in params
+    assert params["embedder__n_features"] == 384 and "vector_store__dim" in params
     c = r.clone()
-    assert len(c) == 0 and c.store.ids() == [] and c.store is not r.store
+    assert len(c) == 0 and c.vector_store.ids() == [] and c.vector_store is not r.vector_store
     with pytest.raises(MemlabError, match="k must be a non-negative int"):
         r.search("x", k=1.5)
 
 
 def test_query_vector_is_the_embedded_query():
-    r = VectorRetriever()
+    r = VectorRetriever(embedder=HashingEmbedder())
     r.add([rec(0, "one two three")])
     v = r.embedder.embed(["one two"])[0]
     assert r.search("one two")[0].score == pytest.approx(float(np.dot(

@@ -15,8 +15,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from ..dataset import (
     Dataset,
     DatasetError,
@@ -72,6 +70,10 @@ def validate_native(doc: Any, source: str = "<dict>") -> None:
         raise DatasetError(f"{source}: expected a JSON object with 'dialogues' (native format), "
                            f"got {got}; is it a LoCoMo or LongMemEval file? pass --format "
                            f"(format= in Python)")
+    if _quick_check(doc):
+        return
+    from jsonschema import Draft202012Validator
+
     validator = Draft202012Validator(native_schema())
     # Document order: list indices compare as numbers, keys as text.
     errors = sorted(validator.iter_errors(doc),
@@ -84,6 +86,30 @@ def validate_native(doc: Any, source: str = "<dict>") -> None:
             if line not in messages:
                 messages.append(line)
     _raise(messages)
+
+
+@lru_cache(maxsize=1)
+def _quick_validator() -> Any:
+    """The schema compiled by fastjsonschema, or None when it is not installed."""
+    try:
+        import fastjsonschema
+    except ImportError:
+        return None
+    return fastjsonschema.compile(native_schema())
+
+
+def _quick_check(doc: Any) -> bool:
+    """True when ``doc`` is valid. Importing jsonschema costs seconds (its optional format
+    plugins parse grammars at import), so a valid file is passed by a compiled validator
+    and jsonschema is imported only to describe the errors of an invalid one."""
+    validator = _quick_validator()
+    if validator is None:
+        return False
+    try:
+        validator(doc)
+    except Exception:  # fastjsonschema.JsonSchemaException: let jsonschema name the problems
+        return False
+    return True
 
 
 def _describe(e: Any) -> list[str]:

@@ -1,12 +1,19 @@
 """Layered memory (seed 001): short-term window with summaries, long-term typed memories
-in SQLite + a vector store, and a working-memory pipeline joining them."""
+in SQLite + a vector store, and a working-memory pipeline joining them; lifecycle parts
+(merging, abstraction, periodic summaries, gists) in ``merge``, ``abstraction``,
+``lifecycle`` and ``gist``."""
 
 from .extraction import ExtractedMemory, Extractor, LLMExtractor, RuleBasedExtractor
+from .abstraction import AbstractionRetrieve, Abstractor, LLMAbstractor
+from .gist import FirstSentenceGist, GistFilter, LLMGist
 from .layered import LayeredMemory
+from .lifecycle import LifecycleUpdate
 from .long_term import LongTermMemory, RepairReport
+from .merge import LLMMerger, Merger
 from .short_term import ShortTermMemory
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .working import (
+                      CONFLICT_INSTRUCTION,
                       Answer,
                       Filter,
                       HyDEExpander,
@@ -26,4 +33,5 @@ __all__ = ["ExtractedMemory", "Extractor", "LLMExtractor", "RuleBasedExtractor",
            "LongTermMemory", "RepairReport", "ShortTermMemory", "ExtractiveSummarizer", "LLMSummarizer",
            "Summarizer", "Answer", "Filter", "HyDEExpander", "Layers", "LLMQueryRewriter",
            "LLMRelevanceFilter", "Load", "LongTermRetriever", "MultiQueryExpander", "Retrieve", "Step",
-           "Update", "WorkingState"]
+           "Update", "WorkingState", "Abstractor", "AbstractionRetrieve", "CONFLICT_INSTRUCTION",
+           "FirstSentenceGist", "GistFilter", "LifecycleUpdate", "LLMAbstractor", "LLMGist", "LLMMerger", "Merger"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...base import ConfigError
+from ...base import Param
 from ...llm.base import LLM, LLMUsage, sum_usage
 from ...records import Hit, MemoryRecord
 from ...filters import Where, validate_where
@@ -60,6 +60,20 @@ class LayeredMemory(Strategy):
     calls an expander) once.
     """
 
+    constraints = {
+        "short_term": Param(ShortTermMemory, none=True),
+        "long_term": Param(LongTermMemory, none=True),
+        "extractor": Param(Extractor, none=True),
+        "retrieve_step": Param(Retrieve, none=True),
+        "filter_step": Param(Filter, none=True),
+        "load_step": Param(Load, none=True),
+        "answer_step": Param(Answer, none=True),
+        "update_step": Param(Update, none=True),
+        "llm": Param(LLM, none=True, expected="an LLM (OpenAIChat, OfflineLLM) or None"),
+        "user_id": Param(str),
+        "flush_on_retrieve": Param(bool),
+    }
+
     def __init__(self, short_term: ShortTermMemory | None = None, long_term: LongTermMemory | None = None,
                  extractor: Extractor | None = None, retrieve_step: Retrieve | None = None,
                  filter_step: Filter | None = None, load_step: Load | None = None,
@@ -81,15 +95,7 @@ class LayeredMemory(Strategy):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.llm is not None and not isinstance(self.llm, LLM):
-            raise ConfigError(f"llm must be an LLM (OpenAIChat, OfflineLLM) or None, got {type(self.llm).__name__}")
         validate_where(self.where)
-        for name, kind in (("short_term", ShortTermMemory), ("long_term", LongTermMemory),
-                           ("extractor", Extractor), ("retrieve_step", Retrieve), ("filter_step", Filter),
-                           ("load_step", Load), ("answer_step", Answer), ("update_step", Update)):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, kind):
-                raise ConfigError(f"{name} must be a {kind.__name__} or None, got {type(value).__name__}")
         llm = self.llm
         # (``is None`` tests, not ``or``: an empty memory is falsy)
         self._short = self.short_term if self.short_term is not None else (
@@ -216,6 +222,7 @@ class LayeredMemory(Strategy):
     def usage_by_step(self) -> dict[str, dict[str, int]]:
         return {"summarize": self._short.usage.as_dict(), "extract": self._extractor.usage.as_dict(),
                 "retrieve": self._retrieve.usage.as_dict(), "filter": self._filter.usage.as_dict(),
+                "update": self._update.usage.as_dict(),
                 "answer": (self._answer.usage if self._answer is not None else LLMUsage()).as_dict()}
 
     # -- inspection ----------------------------------------------------------------------------
@@ -237,7 +244,8 @@ class LayeredMemory(Strategy):
 
     # -- helpers --------------------------------------------------------------------------------
     def _usage_parts(self) -> list[Any]:
-        parts: list[Any] = [self._short.resolved_summarizer, self._extractor, self._retrieve, self._filter]
+        parts: list[Any] = [self._short.resolved_summarizer, self._extractor, self._retrieve, self._filter,
+                            self._update]  # a LifecycleUpdate's merger and abstractor
         if self._answer is not None:
             parts.append(self._answer)
         return parts

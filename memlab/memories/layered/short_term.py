@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...base import Component, ConfigError, MemlabError
+from ...base import Component, ConfigError, MemlabError, Param
 from ...llm.base import LLMUsage
 from ...llm.counting import resolve_counter
 from ...records import MemoryRecord, Role
@@ -42,6 +42,14 @@ class ShortTermMemory(Component):
     Folded chunks wait in ``drain_folded()`` for whoever archives them (the layered memory).
     """
 
+    constraints = {
+        "max_turns": Param(int, ge=1, none=True),
+        "token_budget": Param(int, ge=1),
+        "summarize_at": Param(float, gt=0, le=1),
+        "keep_recent": Param(int, ge=0),
+        "summarizer": Param(Summarizer, none=True),
+    }
+
     def __init__(self, max_turns: int | None = None, token_budget: int = 4000,
                  summarize_at: float = 0.8, keep_recent: int = 4,
                  summarizer: Summarizer | None = None, token_counter: Any = None):
@@ -54,19 +62,8 @@ class ShortTermMemory(Component):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.max_turns is not None and (isinstance(self.max_turns, bool) or
-                                           not isinstance(self.max_turns, int) or self.max_turns < 1):
-            raise ConfigError(f"max_turns must be None or an int >= 1, got {self.max_turns!r}")
-        if isinstance(self.token_budget, bool) or not isinstance(self.token_budget, int) or self.token_budget < 1:
-            raise ConfigError(f"token_budget must be an int >= 1, got {self.token_budget!r}")
-        if not isinstance(self.summarize_at, (int, float)) or not 0 < self.summarize_at <= 1:
-            raise ConfigError(f"summarize_at must be in (0, 1], got {self.summarize_at!r}")
-        if isinstance(self.keep_recent, bool) or not isinstance(self.keep_recent, int) or self.keep_recent < 0:
-            raise ConfigError(f"keep_recent must be an int >= 0, got {self.keep_recent!r}")
         if self.max_turns is not None and self.keep_recent >= self.max_turns:
             raise ConfigError(f"keep_recent must be < max_turns ({self.max_turns}), got {self.keep_recent}")
-        if self.summarizer is not None and not isinstance(self.summarizer, Summarizer):
-            raise ConfigError(f"summarizer must be a Summarizer, got {type(self.summarizer).__name__}")
         self._summarizer = self.summarizer if self.summarizer is not None else ExtractiveSummarizer()
         self._counter = resolve_counter(self.token_counter)
         self.clear()

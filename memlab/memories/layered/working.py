@@ -13,7 +13,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...base import Component, ConfigError
+from ...base import Component, ConfigError, Param
 from ...extraction import Extractor
 from ...llm.base import LLM, LLMUsage, UsesLLM, sum_usage
 from ...llm.counting import resolve_counter
@@ -31,7 +31,7 @@ from .short_term import ShortTermMemory
 # the LLM expanders and the filter live in memlab.retrieval; imported here for the old paths
 __all__ = ["Answer", "Filter", "HyDEExpander", "Layers", "LLMQueryRewriter", "LLMRelevanceFilter", "Load",
            "LongTermRetriever", "MultiQueryExpander", "Retrieve", "Step", "Update", "WorkingState",
-           "DEFAULT_SYSTEM_PROMPT", "MEMORY_HEADER"]
+           "DEFAULT_SYSTEM_PROMPT", "MEMORY_HEADER", "CONFLICT_INSTRUCTION"]
 
 
 @dataclass
@@ -104,6 +104,14 @@ class Retrieve(Step):
     kept. Skipped, with no LLM call, when long-term memory holds nothing.
     """
 
+    constraints = {
+        "query_rewriter": Param(LLMQueryRewriter, none=True),
+        "expander": Param(QueryExpander, none=True),
+        "k": Param(int, ge=1),
+        "candidates": Param(int, ge=1),
+        "fusion": Param(Fusion, none=True),
+    }
+
     def __init__(self, query_rewriter: LLMQueryRewriter | None = None,
                  expander: QueryExpander | None = None, k: int = 10, candidates: int = 20,
                  fusion: Fusion | None = None):
@@ -115,14 +123,6 @@ class Retrieve(Step):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        for name in ("k", "candidates"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be an int >= 1, got {value!r}")
-        if self.expander is not None and not isinstance(self.expander, QueryExpander):
-            raise ConfigError(f"expander must be a QueryExpander, got {type(self.expander).__name__}")
-        if self.fusion is not None and not isinstance(self.fusion, Fusion):
-            raise ConfigError(f"fusion must be a Fusion, got {type(self.fusion).__name__}")
         self._fusion = self.fusion if self.fusion is not None else RRF()
 
     def _parts(self) -> list[Any]:
@@ -202,22 +202,19 @@ class Filter(Step):
     retrieved (no LLM call).
     """
 
+    constraints = {
+        "llm_filter": Param(Selector, none=True),
+        "min_score": Param(float, none=True),
+        "mmr": Param(Selector, none=True),
+        "max_items": Param(int, ge=0),
+    }
+
     def __init__(self, llm_filter: Selector | None = None, min_score: float | None = None,
                  mmr: MMRSelector | None = None, max_items: int = 5):
         self.llm_filter = llm_filter
         self.min_score = min_score
         self.mmr = mmr
         self.max_items = max_items
-        self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if isinstance(self.max_items, bool) or not isinstance(self.max_items, int) or self.max_items < 0:
-            raise ConfigError(f"max_items must be an int >= 0, got {self.max_items!r}")
-        if self.llm_filter is not None and not isinstance(self.llm_filter, Selector):
-            raise ConfigError(f"llm_filter must be a Selector (LLMRelevanceFilter), "
-                              f"got {type(self.llm_filter).__name__}")
-        if self.mmr is not None and not isinstance(self.mmr, Selector):
-            raise ConfigError(f"mmr must be an MMRSelector, got {type(self.mmr).__name__}")
 
     def _parts(self) -> list[Any]:
         return [self.llm_filter]
@@ -265,6 +262,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "below when they help. If they contradict each other, trust the newest and most specific "
     "one, and say so if it matters.")
 MEMORY_HEADER = "Relevant memories (oldest first):"
+#: What ``Load(conflict_instruction=...)`` usually says (the seed's "prefer the newest information").
+CONFLICT_INSTRUCTION = "If memories disagree, prefer the newest information (the later date)."
 
 
 class Load(Step):
@@ -275,7 +274,9 @@ class Load(Step):
     ``system_prompt`` when one is given, the selected memories as one marked system message
     (``MEMORY_HEADER``, one ``- [date] content`` line each, oldest first; the date is the
     memory's UTC day when ``include_dates``), and the short-term messages (summary and
-    turns). Never the question: whoever answers adds it. ``token_count`` counts exactly
+    turns). Never the question: whoever answers adds it. With ``conflict_instruction``
+    (e.g. ``CONFLICT_INSTRUCTION``) that line follows the header, so whoever answers is
+    told to prefer the newest memory; it is part of the context. ``token_count`` counts exactly
     these messages with ``token_counter`` (memlab's default counter when None).
 
     ``state.messages`` is the agent prompt the ``Answer`` step sends: a system prompt
@@ -284,22 +285,27 @@ class Load(Step):
     leaves out the system prompt in both.
     """
 
+    constraints = {
+        "system_prompt": Param(str, none=True),
+        "include_dates": Param(bool),
+        "conflict_instruction": Param(str, none=True),
+    }
+
     def __init__(self, system_prompt: str | None = None, include_dates: bool = True,
-                 token_counter: Any = None):
+                 token_counter: Any = None, conflict_instruction: str | None = None):
         self.system_prompt = system_prompt
         self.include_dates = include_dates
         self.token_counter = token_counter
+        self.conflict_instruction = conflict_instruction
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
-            raise ConfigError(f"system_prompt must be a string or None, got {type(self.system_prompt).__name__}")
         self._counter = resolve_counter(self.token_counter)
 
     def memory_message(self, hits: list[Hit]) -> dict[str, Any] | None:
         if not hits:
             return None
-        lines = [MEMORY_HEADER]
+        lines = [MEMORY_HEADER] + ([self.conflict_instruction] if self.conflict_instruction else [])
         lines += [self.memory_line(h) for h in sorted(hits, key=lambda h: (h.record.timestamp, h.rank))]
         return {"role": "system", "content": "\n".join(lines)}
 
@@ -339,6 +345,10 @@ class Load(Step):
 class Answer(UsesLLM, Step):
     """Generate the reply from the loaded messages with ``llm`` (``max_tokens`` caps it)."""
 
+    constraints = {
+        "max_tokens": Param(int, ge=1, none=True),
+    }
+
     def __init__(self, llm: LLM, max_tokens: int | None = None):
         self.llm = llm
         self.max_tokens = max_tokens
@@ -370,15 +380,17 @@ class Update(Step):
       ``metadata["session_id"]`` or ``["session"]``).
     """
 
+    constraints = {
+        "extract_every": Param(int, ge=1),
+        "archive_summaries": Param(bool),
+    }
+
     def __init__(self, extract_every: int = 1, archive_summaries: bool = True):
         self.extract_every = extract_every
         self.archive_summaries = archive_summaries
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if isinstance(self.extract_every, bool) or not isinstance(self.extract_every, int) \
-                or self.extract_every < 1:
-            raise ConfigError(f"extract_every must be an int >= 1, got {self.extract_every!r}")
         self.reset_state()
 
     def reset_state(self) -> None:

@@ -9,21 +9,23 @@ changed embedder re-embeds everything). ``last_repair`` says what was repaired.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 
-from ....base import Component, ConfigError, Resource
+from ....base import Component, Param, Resource
 from ....decay import Clock, DecayModel
 from ....embeddings.base import Embedder
 from ....embeddings.hashing import HashingEmbedder
 from ....retrieval.conflicts import ConflictResolver
 from ....storage.vector import NumpyVectorStore, VectorStore
+from .consolidate import Consolidation
 from .repository import Repository
 from .search import DecaySearch
 from .writing import WritePath
 
 
-class LongTermMemory(DecaySearch, WritePath, Repository, Resource, Component):
+class LongTermMemory(Consolidation, DecaySearch, WritePath, Repository, Resource, Component):
     """Persistent typed memories searched by meaning, with decay, conflicts and repair.
 
     Columns: memory_id, user_id, content, memory_type ('fact' | 'preference' |
@@ -44,6 +46,9 @@ class LongTermMemory(DecaySearch, WritePath, Repository, Resource, Component):
       ``sim * decay.weight(now, last_accessed, strength)`` (Ebbinghaus: ``exp(-t / S)``).
       Ties go to the older memory. Returned memories are recalled (``reinforce=True``):
       access_count + 1, last_accessed = now, strength = ``decay.reinforce(strength)``.
+    - ``consolidate(ids, content)`` replaces memories by a merged one (originals outdated);
+      ``add_abstraction(content, evidence)`` adds an abstract memory supported by active
+      ones, and ``evidence(id)`` lists them (``consolidate`` module).
     - ``now``: the argument, else ``clock.now()``, else the newest timestamp or recall
       time stored (dialogue time; the wall clock is never read implicitly, except by
       ``add`` without a timestamp and without a clock).
@@ -56,6 +61,16 @@ class LongTermMemory(DecaySearch, WritePath, Repository, Resource, Component):
 
     #: Candidates asked from the vector store per search (doubled while filters leave too few).
     CANDIDATES = 50
+
+    constraints = {
+        "path": Param((str, os.PathLike), none=True, expected="a file path or None"),
+        "vector_store": Param(VectorStore, none=True),
+        "embedder": Param(Embedder, none=True),
+        "decay": Param(DecayModel, none=True),
+        "conflict_resolver": Param(ConflictResolver, none=True),
+        "clock": Param(Clock, none=True),
+        "namespace": Param(str),
+    }
 
     def __init__(self, path: str | None = None, vector_store: VectorStore | None = None,
                  embedder: Embedder | None = None, decay: DecayModel | None = None,
@@ -72,15 +87,6 @@ class LongTermMemory(DecaySearch, WritePath, Repository, Resource, Component):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        for name, value, kind in (("vector_store", self.vector_store, VectorStore),
-                                  ("embedder", self.embedder, Embedder),
-                                  ("decay", self.decay, DecayModel),
-                                  ("conflict_resolver", self.conflict_resolver, ConflictResolver),
-                                  ("clock", self.clock, Clock)):
-            if value is not None and not isinstance(value, kind):
-                raise ConfigError(f"{name} must be a {kind.__name__} or None, got {type(value).__name__}")
-        if not isinstance(self.namespace, str):
-            raise ConfigError(f"LongTermMemory parameter 'namespace': expected a string, got {self.namespace!r}")
         self.close()
         self._lock = threading.RLock()
         self._store = self.vector_store if self.vector_store is not None else NumpyVectorStore()

@@ -1,0 +1,269 @@
+"""Abstraction: when memories recur around one topic, write an abstract memory whose
+evidence lists them; and retrieval that returns the abstraction, its evidence, or both.
+
+``Abstractor`` (offline) finds recurrence lexically; ``LLMAbstractor`` asks a model for
+patterns. Both store what they find with ``LongTermMemory.add_abstraction``: the supporting
+memories stay active, the abstraction's ``source_ids`` are theirs, and
+``long_term.evidence(id)`` lists them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from ...base import Component, ConfigError
+from ...llm.base import LLM, LLMUsage, UsesLLM
+from ...llm.prompts import task_messages
+from ...llm.text import stem, terms
+from ...records import MEMORY_TYPES, Hit, MemoryRecord
+from .long_term import LongTermMemory
+from .working import Layers, Retrieve, WorkingState
+
+ABSTRACT = "abstract"
+SHOW = ("abstraction", "evidence", "both")
+
+
+def _day(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).date().isoformat()
+
+
+class Abstractor(Component):
+    """Offline abstraction by lexical recurrence.
+
+    Pool: the active memories of ``memory_types`` that are not abstractions (n of them).
+    A stemmed content term (``memlab.llm.text.terms``: words minus stop words, Chinese as
+    character bigrams; numbers and Latin words under 3 letters left out) is a *pattern* when it occurs in at least
+    ``min_support`` memories and in at most ``max_share * n`` (a term in most memories,
+    such as the speaker's name, says nothing). Patterns are taken by support (most first,
+    ties by term), at most ``max_patterns`` per pass, skipping one whose memories are a
+    subset of a pattern already taken. Each becomes an abstraction with subject
+    ``pattern:<term>`` and text ``Recurring topic '<word>': <k> memories from <first day>
+    to <last day>.`` (the most frequent surface form of the term), evidence = its newest
+    ``max_evidence`` memories. An abstraction with the same subject and the same evidence
+    is not written again; one with new evidence replaces the old (outdated).
+
+    What it cannot do: see that Paris, Lisbon and Prague are all European cities, or say
+    *what* the pattern means -- it names the shared word, and a shared function word
+    (a Chinese bigram such as 一家) counts like any other. ``LLMAbstractor`` can do better.
+    Event summaries are left out by default: they mix topics.
+    """
+
+    def __init__(self, min_support: int = 3, max_share: float = 0.5, max_patterns: int = 3,
+                 max_evidence: int = 8, memory_types: tuple[str, ...] = ("fact", "preference")):
+        self.min_support = min_support
+        self.max_share = max_share
+        self.max_patterns = max_patterns
+        self.max_evidence = max_evidence
+        self.memory_types = memory_types
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        for name, low in (("min_support", 2), ("max_patterns", 1), ("max_evidence", 2)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
+        if isinstance(self.max_share, bool) or not isinstance(self.max_share, (int, float)) \
+                or not 0.0 < self.max_share <= 1.0:
+            raise ConfigError(f"max_share must be in (0, 1], got {self.max_share!r}")
+        unknown = [t for t in self.memory_types if t not in MEMORY_TYPES]
+        if unknown or not self.memory_types:
+            raise ConfigError(f"memory_types must be a non-empty tuple of {', '.join(MEMORY_TYPES)}, "
+                              f"got {self.memory_types!r}")
+
+    def pool(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
+        derived = set(long_term.abstractions())
+        return [r for r in long_term.records(where={"user_id": user_id}, include_outdated=False)
+                if r.metadata["memory_type"] in self.memory_types and r.id not in derived]
+
+    def patterns(self, memories: list[MemoryRecord]) -> list[tuple[str, str, list[MemoryRecord]]]:
+        """(term, surface word, supporting memories oldest first) for each pattern found."""
+        where: dict[str, list[MemoryRecord]] = {}
+        surface: dict[str, Counter[str]] = {}
+        for m in memories:
+            for word in dict.fromkeys(terms(m.content)):
+                if word.isdigit() or (word.isascii() and len(word) < 3):
+                    continue
+                key = stem(word)
+                if m not in where.setdefault(key, []):
+                    where[key].append(m)
+                surface.setdefault(key, Counter())[word] += 1
+        limit = self.max_share * len(memories)
+        found = sorted(((k, ms) for k, ms in where.items() if self.min_support <= len(ms) <= limit),
+                       key=lambda x: (-len(x[1]), x[0]))
+        out: list[tuple[str, str, list[MemoryRecord]]] = []
+        for key, ms in found:
+            ids = {m.id for m in ms}
+            if any(ids <= {m.id for m in taken} for _, _, taken in out):
+                continue
+            word = sorted(surface[key].items(), key=lambda x: (-x[1], x[0]))[0][0]
+            out.append((key, word, ms))
+            if len(out) == self.max_patterns:
+                break
+        return out
+
+    def abstract(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
+        """Write the abstractions found now; returns them."""
+        existing = self._existing(long_term)
+        written = []
+        for key, word, support in self.patterns(self.pool(long_term, user_id)):
+            evidence = support[-self.max_evidence:]
+            subject = f"pattern:{key}"
+            if existing.get(subject) == {m.id for m in evidence}:
+                continue
+            text = (f"Recurring topic '{word}': {len(support)} memories from {_day(support[0].timestamp)} "
+                    f"to {_day(support[-1].timestamp)}.")
+            written.append(long_term.add_abstraction(text, [m.id for m in evidence], subject=subject))
+        return written
+
+    @staticmethod
+    def _existing(long_term: LongTermMemory) -> dict[str, set[str]]:
+        """Subject -> evidence ids of the active abstractions."""
+        out = {}
+        for i, evidence in long_term.abstractions().items():
+            record = long_term.get(i)
+            if record is not None and record.metadata["status"] == "active":
+                out[record.metadata["subject"]] = set(evidence)
+        return out
+
+    @property
+    def usage(self) -> LLMUsage:
+        return LLMUsage()
+
+    def reset_usage(self) -> None:
+        pass
+
+
+class LLMAbstractor(UsesLLM, Abstractor):
+    """Ask ``llm`` which patterns the memories show (one call per pass, over the newest
+    ``max_memories`` of the pool); each pattern needs ``min_support`` memories as evidence.
+
+    The answer must be JSON ``{"patterns": [{"abstraction": "...", "evidence": [1, 4, 7]}]}``
+    (numbers as listed in the prompt); an answer that does not parse, or a pattern with too
+    little or unknown evidence, is skipped and counted in ``failures``. A pattern whose
+    evidence equals an active abstraction's is not written again. ``max_share`` is not
+    used (the model judges what is informative).
+    """
+
+    def __init__(self, llm: LLM, min_support: int = 3, max_patterns: int = 3, max_evidence: int = 8,
+                 memory_types: tuple[str, ...] = ("fact", "preference"),
+                 max_memories: int = 40, max_tokens: int = 300):
+        self.llm = llm
+        self.max_memories = max_memories
+        self.max_tokens = max_tokens
+        super().__init__(min_support=min_support, max_patterns=max_patterns, max_evidence=max_evidence,
+                         memory_types=memory_types)
+
+    def _on_params_changed(self) -> None:
+        super()._on_params_changed()
+        if not isinstance(self.llm, LLM):
+            raise ConfigError(f"llm must be an LLM, got {type(self.llm).__name__}")
+        for name, low in (("max_memories", 2), ("max_tokens", 16)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
+        self.failures = 0
+
+    def abstract(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
+        memories = self.pool(long_term, user_id)[-self.max_memories:]
+        if len(memories) < self.min_support:
+            return []
+        answer = self._call(self.llm, abstract_prompt(memories, self.min_support),
+                            max_tokens=self.max_tokens).text
+        existing = {frozenset(v) for v in self._existing(long_term).values()}
+        written = []
+        for text, evidence in self._parse(answer, memories)[:self.max_patterns]:
+            ids = [m.id for m in evidence][-self.max_evidence:]
+            if frozenset(ids) in existing:
+                continue
+            existing.add(frozenset(ids))
+            written.append(long_term.add_abstraction(text, ids))
+        return written
+
+    def _parse(self, answer: str, memories: list[MemoryRecord]) -> list[tuple[str, list[MemoryRecord]]]:
+        body = re.sub(r"^```(?:json)?\s*|\s*```$", "", answer.strip())
+        try:
+            items = json.loads(body)["patterns"]
+            assert isinstance(items, list)
+        except (ValueError, KeyError, TypeError, AssertionError):
+            self.failures += 1
+            return []
+        out = []
+        for item in items:
+            try:
+                text = str(item["abstraction"]).strip()
+                numbers = sorted({int(n) for n in item["evidence"]})
+            except (KeyError, TypeError, ValueError):
+                self.failures += 1
+                continue
+            if not text or len(numbers) < self.min_support or not all(1 <= n <= len(memories) for n in numbers):
+                self.failures += 1
+                continue
+            out.append((text, [memories[n - 1] for n in numbers]))
+        return out
+
+
+def abstract_prompt(memories: list[MemoryRecord], min_support: int) -> list[dict[str, str]]:
+    listed = "\n".join(f"[{i}] ({_day(m.timestamp)}) {' '.join(m.content.split())}"
+                       for i, m in enumerate(memories, 1))
+    return task_messages(ABSTRACT, f"""
+Find patterns in the memories below: a habit, a recurring interest or a general trait that
+{min_support} or more of them support (e.g. several trips to European cities -> "keen on
+European city travel"). Write each pattern as one short sentence naming the person, and
+list the numbers of the memories that support it. Answer with JSON only, exactly:
+{{"patterns": [{{"abstraction": "...", "evidence": [1, 2, 3]}}]}}
+Use {{"patterns": []}} when nothing recurs.""", {"Memories": listed})
+
+
+class AbstractionRetrieve(Retrieve):
+    """``Retrieve`` that decides what an abstraction hit brings into the result.
+
+    ``show``: "abstraction" -- the abstraction stands for its evidence (evidence hits are
+    dropped: fewer, shorter memories); "evidence" -- the abstraction is replaced by its
+    supporting memories (at its rank and score, oldest first); "both" -- the abstraction,
+    then its evidence. Duplicates are removed (first place kept) and the first ``k`` kept.
+    Other arguments as ``Retrieve``.
+    """
+
+    def __init__(self, show: str = "both", query_rewriter: Any = None, expander: Any = None, k: int = 10,
+                 candidates: int = 20, fusion: Any = None):
+        self.show = show
+        super().__init__(query_rewriter=query_rewriter, expander=expander, k=k, candidates=candidates,
+                         fusion=fusion)
+
+    def _on_params_changed(self) -> None:
+        super()._on_params_changed()
+        if self.show not in SHOW:
+            raise ConfigError(f"show must be one of {', '.join(map(repr, SHOW))}, got {self.show!r}")
+
+    def _search(self, state: WorkingState, layers: Layers) -> None:
+        k = state.k if state.k is not None else self.k
+        super()._search(state, layers)
+        abstractions = layers.long_term.abstractions()
+        hits = state.retrieved
+        if not abstractions or not any(h.id in abstractions for h in hits):
+            return
+        covered = {e for h in hits if h.id in abstractions for e in abstractions[h.id]}
+        out: list[Hit] = []
+        for h in hits:
+            if h.id not in abstractions:
+                if not (self.show == "abstraction" and h.id in covered):
+                    out.append(h)
+                continue
+            if self.show in ("abstraction", "both"):
+                out.append(h)
+            if self.show in ("evidence", "both"):
+                for e in abstractions[h.id]:
+                    record = layers.long_term.get(e)
+                    if record is not None and record.metadata["status"] == "active":
+                        out.append(Hit(memory_record=record, score=h.score, timestamp=record.timestamp,
+                                       rank=h.rank, components={**h.components, "evidence_of": {"score": h.score, "rank": h.rank}}))
+        seen: set[str] = set()
+        unique = [h for h in out if not (h.id in seen or seen.add(h.id))][:k]
+        for rank, h in enumerate(unique, 1):
+            h.rank = rank
+        state.retrieved = unique
+        state.trace.append(f"retrieve: abstractions shown as {self.show!r}, {len(unique)} hit(s)")

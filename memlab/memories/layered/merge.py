@@ -1,0 +1,127 @@
+"""Merging similar long-term memories into one: ``Merger`` (offline) and ``LLMMerger``.
+
+Both group the same way and differ only in how the merged text is written. Grouping,
+oldest memory first: an active memory ``m`` of ``memory_types`` (not an abstraction, not
+already grouped) searches long-term memory with its own content (``candidates`` deep, same
+user, no reinforcement); every other such memory whose cosine similarity is at least
+``threshold`` joins its group, most similar first, up to ``max_group`` memories. Groups of
+two or more are merged with ``LongTermMemory.consolidate``: the merged memory supersedes
+the originals (marked outdated, not deleted) and keeps all their source turns.
+"""
+
+from __future__ import annotations
+
+from ...base import Component, ConfigError
+from ...llm.base import LLM, LLMUsage, UsesLLM
+from ...llm.prompts import render_numbered, task_messages
+from ...llm.text import sentences, stem, terms
+from ...records import MEMORY_TYPES, MemoryRecord
+from .long_term import LongTermMemory
+
+MERGE = "merge"
+
+
+class Merger(Component):
+    """Offline merge: the originals' sentences, oldest first, without repeats.
+
+    The merged text keeps every distinct sentence; a sentence is dropped when its stemmed
+    content terms are a subset of those of a sentence already kept or still to come
+    (longer sentences win; equal sets keep the first). So it shortens the store only when
+    memories repeat one another; it cannot rephrase or reconcile them (``LLMMerger`` can).
+    """
+
+    def __init__(self, threshold: float = 0.5, max_group: int = 4, candidates: int = 10,
+                 memory_types: tuple[str, ...] = ("fact", "preference")):
+        self.threshold = threshold
+        self.max_group = max_group
+        self.candidates = candidates
+        self.memory_types = memory_types
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) \
+                or not -1.0 <= self.threshold <= 1.0:
+            raise ConfigError(f"threshold must be a cosine in [-1, 1], got {self.threshold!r}")
+        for name in ("max_group", "candidates"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+                raise ConfigError(f"{name} must be an int >= 2, got {value!r}")
+        unknown = [t for t in self.memory_types if t not in MEMORY_TYPES]
+        if unknown or not self.memory_types:
+            raise ConfigError(f"memory_types must be a non-empty tuple of {', '.join(MEMORY_TYPES)}, "
+                              f"got {self.memory_types!r}")
+
+    # -- grouping (shared) -------------------------------------------------------------------
+    def groups(self, long_term: LongTermMemory, user_id: str = "") -> list[list[MemoryRecord]]:
+        """The groups to merge now (see the module docstring), each oldest first."""
+        derived = set(long_term.abstractions())
+        pool = [r for r in long_term.records(where={"user_id": user_id}, include_outdated=False)
+                if r.metadata["memory_type"] in self.memory_types and r.id not in derived]
+        allowed = {r.id for r in pool}
+        taken: set[str] = set()
+        out: list[list[MemoryRecord]] = []
+        for m in pool:
+            if m.id in taken:
+                continue
+            hits = long_term.search(m.content, self.candidates, where={"user_id": user_id}, reinforce=False)
+            close = [h.record for h in hits if h.id != m.id and h.id in allowed and h.id not in taken
+                     and h.components["vector"]["score"] >= self.threshold]
+            group = [m] + close[:self.max_group - 1]
+            if len(group) >= 2:
+                taken.update(r.id for r in group)
+                out.append(sorted(group, key=lambda r: (r.timestamp, pool.index(r))))
+        return out
+
+    def merge(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
+        """Merge every group; returns the merged memories written."""
+        return [long_term.consolidate([r.id for r in g], self.merged_text(g)) for g in self.groups(long_term, user_id)]
+
+    # -- writing (what the subclasses change) ------------------------------------------------
+    def merged_text(self, group: list[MemoryRecord]) -> str:
+        parts = [s for r in group for s in sentences(r.content)]
+        keys = [frozenset(stem(t) for t in terms(s)) for s in parts]
+        kept = []
+        for i, (s, k) in enumerate(zip(parts, keys)):
+            covered = any((k < other) or (k == other and j < i) for j, other in enumerate(keys) if j != i)
+            if not covered:
+                kept.append(s if s.endswith((".", "!", "?", "。", "！", "？")) else s + ".")
+        return " ".join(kept) if kept else group[-1].content
+
+    @property
+    def usage(self) -> LLMUsage:
+        return LLMUsage()
+
+    def reset_usage(self) -> None:
+        pass
+
+
+class LLMMerger(UsesLLM, Merger):
+    """Ask ``llm`` for one memory that says everything the group says (newest wins on a
+    conflict), capped at ``max_tokens``; grouping as in ``Merger``. One call per group."""
+
+    def __init__(self, llm: LLM, threshold: float = 0.5, max_group: int = 4, candidates: int = 10,
+                 memory_types: tuple[str, ...] = ("fact", "preference"), max_tokens: int = 120):
+        self.llm = llm
+        self.max_tokens = max_tokens
+        super().__init__(threshold=threshold, max_group=max_group, candidates=candidates,
+                         memory_types=memory_types)
+
+    def _on_params_changed(self) -> None:
+        super()._on_params_changed()
+        if not isinstance(self.llm, LLM):
+            raise ConfigError(f"llm must be an LLM, got {type(self.llm).__name__}")
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 8:
+            raise ConfigError(f"max_tokens must be an int >= 8, got {self.max_tokens!r}")
+
+    def merged_text(self, group: list[MemoryRecord]) -> str:
+        text = self._call(self.llm, merge_prompt(group), max_tokens=self.max_tokens).text.strip()
+        # an empty answer must not lose the memories: fall back to the offline merge
+        return text if text else Merger.merged_text(self, group)
+
+
+def merge_prompt(group: list[MemoryRecord]) -> list[dict[str, str]]:
+    return task_messages(MERGE, """
+Merge the memories below, which are about the same thing, into ONE self-contained memory
+sentence (or two) that keeps every detail: names, numbers, places, dates. If they
+disagree, keep the newest (they are listed oldest first). Output only the merged memory.""",
+                         {"Memories": render_numbered([r.content for r in group])})

@@ -7,7 +7,7 @@ import json
 import jsonschema
 
 from ..base import MemlabError, Param
-from ..llm.base import LLM, UsesLLM
+from ..llm.base import LLM, LLMError, LLMProgram, UsesLLM
 from ..llm.prompts import EXTRACTION_SCHEMA, extract_prompt, strip_fences
 from ..records import MemoryRecord
 from .base import ExtractedMemory, Extractor
@@ -68,25 +68,21 @@ class LLMExtractor(UsesLLM, Extractor):
         super().reset_usage()
         self._failures = 0
 
-    def extract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
+    def _extract(self, records: list[MemoryRecord]) -> LLMProgram:
         if not records:
             return []
         messages, error = extract_prompt(records), ""
         for _ in range(self.max_attempts):
-            found, messages, error = self._read(self._call(self.llm, messages).text, records, messages)
+            found, messages, error = self._read((yield messages), records, messages)
             if found is not None:
                 return found
         return self._give_up(error)
 
+    def extract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
+        return self.run_program(self._extract(records))
+
     async def aextract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
-        if not records:
-            return []
-        messages, error = extract_prompt(records), ""
-        for _ in range(self.max_attempts):
-            found, messages, error = self._read((await self._acall(self.llm, messages)).text, records, messages)
-            if found is not None:
-                return found
-        return self._give_up(error)
+        return await self.arun_program(self._extract(records))
 
     def _read(self, answer: str, records: list[MemoryRecord], messages: list[dict[str, str]]
               ) -> tuple[list[ExtractedMemory] | None, list[dict[str, str]], str]:
@@ -94,6 +90,7 @@ class LLMExtractor(UsesLLM, Extractor):
         try:
             return self._clean(parse_extraction(answer, _ids(records)), records), messages, ""
         except MemlabError as exc:
+            self._format_error()
             error = str(exc)
             retry = messages + [{"role": "assistant", "content": answer},
                                 {"role": "user", "content": _retry_note(error)}]
@@ -103,7 +100,7 @@ class LLMExtractor(UsesLLM, Extractor):
         self._failures += 1
         if self.on_failure == "skip":
             return []
-        raise MemlabError(f"LLMExtractor: no valid answer after {self.max_attempts} attempt(s); "
+        raise LLMError(f"LLMExtractor: no valid answer after {self.max_attempts} attempt(s); "
                           f"last problem: {error}")
 
     @staticmethod

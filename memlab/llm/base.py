@@ -17,9 +17,9 @@ import asyncio
 import threading
 from abc import abstractmethod
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Generator
 
-from ..base import Component
+from ..base import Component, MemlabError
 
 Message = dict[str, Any]
 
@@ -41,6 +41,11 @@ class Completion:
     cached: bool = False
 
 
+class LLMError(MemlabError):
+    """An LLM step failed for good: the model was unreachable or kept failing after its retries,
+    or its answers never had the expected format. ``replay`` turns it into a row with ``error``."""
+
+
 @dataclass
 class LLMUsage:
     """Cumulative cost of the calls made, whether a model or a cache answered them.
@@ -51,6 +56,9 @@ class LLMUsage:
     - ``cached_calls``: how many of ``calls`` a cache answered; ``cached_tokens``: their
       prompt + completion tokens, i.e. what the cache saved.
 
+    - ``format_errors``: answers that did not have the format the step asked for (JSON an
+      extractor or a relevance filter could not read); the step retried or read what it could.
+
     ``billed_tokens = total_tokens - cached_tokens`` is what reached a model in this run.
     """
 
@@ -59,6 +67,7 @@ class LLMUsage:
     calls: int = 0
     cached_calls: int = 0
     cached_tokens: int = 0
+    format_errors: int = 0
 
     def record(self, completion: Completion) -> None:
         prompt, answer = int(completion.prompt_tokens), int(completion.completion_tokens)
@@ -157,8 +166,36 @@ class LLM(Component):
             self.__dict__["_usage_pair"] = (threading.Lock(), snapshot)
 
 
+#: An LLM step's logic, written once for both drivers: a generator that yields each request
+#: (the messages, or ``(messages, params)``), receives the answer's text, and returns the
+#: step's result. ``UsesLLM.run_program`` drives it with blocking calls, ``arun_program``
+#: with awaited ones, so the sync and async paths cannot drift apart.
+LLMProgram = Generator[Any, str, Any]
+
+
 class UsesLLM(Component):
-    """Mixin for steps that call an LLM: a per-step ``usage`` tally and a ``_call`` helper."""
+    """Mixin for steps that call ``self.llm``: a per-step ``usage`` tally and the two drivers
+    of an ``LLMProgram``."""
+
+    def run_program(self, program: LLMProgram) -> Any:
+        """The program's result, each request answered by ``self.llm.complete``."""
+        try:
+            request = next(program)
+            while True:
+                messages, params = _request(request)
+                request = program.send(self._call(self.llm, messages, **params).text)
+        except StopIteration as done:
+            return done.value
+
+    async def arun_program(self, program: LLMProgram) -> Any:
+        """The program's result, each request answered by ``await self.llm.acomplete``."""
+        try:
+            request = next(program)
+            while True:
+                messages, params = _request(request)
+                request = program.send((await self._acall(self.llm, messages, **params)).text)
+        except StopIteration as done:
+            return done.value
 
     def _step_usage(self) -> LLMUsage:
         usage = self.__dict__.get("_step_usage_tally")
@@ -174,6 +211,10 @@ class UsesLLM(Component):
     def reset_usage(self) -> None:
         self.__dict__["_step_usage_tally"] = LLMUsage()
 
+    def _format_error(self) -> None:
+        """Count an answer that did not have the expected format (``LLMUsage.format_errors``)."""
+        self._step_usage().format_errors += 1
+
     def _call(self, llm: LLM, messages: list[Message], **params: Any) -> Completion:
         completion = llm.complete(messages, **params)
         self._step_usage().record(completion)
@@ -183,3 +224,9 @@ class UsesLLM(Component):
         completion = await llm.acomplete(messages, **params)
         self._step_usage().record(completion)
         return completion
+
+
+def _request(request: Any) -> tuple[list[Message], dict[str, Any]]:
+    if isinstance(request, tuple):
+        return request[0], dict(request[1])
+    return request, {}

@@ -164,7 +164,9 @@ class DecayRetriever(WrapperRetriever):
         order) and removed from this retriever and the wrapped one.
         """
         t = self.resolve_now(now)
-        doomed = []
+        doomed: list[str] = []
+        if not self._decay.forgets():  # nothing to find: no scan of every memory per search
+            return doomed
         for i in list(self._records):
             strength, last, _ = self._state[i]
             if self._decay.should_forget(self._decay.elapsed(t, last), strength):

@@ -106,7 +106,8 @@ class DecayRetriever(WrapperRetriever):
     def _adopted(self, records: list[MemoryRecord]) -> None:
         for r in records:
             self._state[r.id] = [self._decay.initial(), r.timestamp, 0]
-        self._oldest_cache = None
+        if self._oldest_cache is not None and records:  # an add can only lower the minimum
+            self._oldest_cache = min(self._oldest_cache, min(r.timestamp for r in records))
 
     def _oldest(self) -> float:
         """The smallest timestamp among the records held (for ``combine="prior"``)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...base import Component, ConfigError, Param
 from ...extraction import Extractor
-from ...llm.base import LLM, LLMUsage, UsesLLM, sum_usage
+from ...llm.base import LLM, LLMProgram, LLMUsage, UsesLLM, sum_usage
 from ...llm.counting import resolve_counter
 from ...records import Hit, MemoryRecord, Role
 from ...retrieval.expansion import QueryExpander
@@ -141,7 +141,7 @@ class Retrieve(Step):
                               f"got {state.queries[:1]!r}")
         k = state.k if state.k is not None else self.k
         depth = max(k, self.candidates)
-        lists = [layers.long_term.search(q, depth, where=state.where, now=state.now, reinforce=False)
+        lists = [layers.long_term.search(q, depth, where=state.where, now=state.now, reinforce="none")
                  for q in state.queries]
         if len(lists) == 1:
             state.retrieved = lists[0][:k]
@@ -180,25 +180,19 @@ class Retrieve(Step):
         history = layers.short_term.turns
         state.query = (await self.query_rewriter.arewrite(state.question, history)
                        if self.query_rewriter is not None else state.question)
-        aexpand = getattr(self.expander, "aexpand", None)
-        if self.expander is None:
-            state.queries = [state.query]
-        elif callable(aexpand):
-            state.queries = await aexpand(state.query, LongTermRetriever(layers.long_term),
-                                          where=state.where, now=state.now)
-        else:
-            state.queries = self.expander.expand(state.query, LongTermRetriever(layers.long_term),
-                                                 where=state.where, now=state.now)
+        state.queries = (await self.expander.aexpand(state.query, LongTermRetriever(layers.long_term),
+                                                     where=state.where, now=state.now)
+                         if self.expander is not None else [state.query])
         self._search(state, layers)
         return state
 
 
 class Filter(Step):
-    """Keep the retrieved memories worth loading, at most ``max_items``.
+    """Keep the retrieved memories worth loading, at most ``k``.
 
     In order: ``min_score`` drops hits scoring below it (``ScoreThreshold``), ``mmr`` (an
     ``MMRSelector``) diversifies, ``llm_filter`` (``LLMRelevanceFilter``) keeps what the
-    model calls relevant; then the first ``max_items`` remain. Skipped when nothing was
+    model calls relevant; then the first ``k`` remain. Skipped when nothing was
     retrieved (no LLM call).
     """
 
@@ -206,15 +200,15 @@ class Filter(Step):
         "llm_filter": Param(Selector, none=True),
         "min_score": Param(float, none=True),
         "mmr": Param(Selector, none=True),
-        "max_items": Param(int, ge=0),
+        "k": Param(int, ge=0),
     }
 
     def __init__(self, llm_filter: Selector | None = None, min_score: float | None = None,
-                 mmr: MMRSelector | None = None, max_items: int = 5):
+                 mmr: MMRSelector | None = None, k: int = 5):
         self.llm_filter = llm_filter
         self.min_score = min_score
         self.mmr = mmr
-        self.max_items = max_items
+        self.k = k
 
     def _parts(self) -> list[Any]:
         return [self.llm_filter]
@@ -232,7 +226,7 @@ class Filter(Step):
         return hits
 
     def _post(self, state: WorkingState, hits: list[Hit]) -> WorkingState:
-        state.selected = rerank(hits[:self.max_items], None, "filter")
+        state.selected = rerank(hits[:self.k], None, "filter")
         state.trace.append(f"filter: kept {len(state.selected)} of {len(state.retrieved)}")
         return state
 
@@ -241,7 +235,7 @@ class Filter(Step):
         if hits is None:
             return state
         if self.llm_filter is not None and hits:
-            hits = self.llm_filter.select(state.question, hits, self.max_items)
+            hits = self.llm_filter.select(state.question, hits, self.k)
         return self._post(state, hits)
 
     async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
@@ -249,11 +243,7 @@ class Filter(Step):
         if hits is None:
             return state
         if self.llm_filter is not None and hits:
-            aselect = getattr(self.llm_filter, "aselect", None)
-            if callable(aselect):
-                hits = await aselect(state.question, hits, self.max_items)
-            else:
-                hits = self.llm_filter.select(state.question, hits, self.max_items)
+            hits = await self.llm_filter.aselect(state.question, hits, self.k)
         return self._post(state, hits)
 
 
@@ -356,15 +346,16 @@ class Answer(UsesLLM, Step):
     def _params(self) -> dict[str, Any]:
         return {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
 
-    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
-        state.answer = self._call(self.llm, state.messages, **self._params()).text
+    def _answer(self, state: WorkingState) -> LLMProgram:
+        state.answer = yield state.messages, self._params()
         state.trace.append("answer")
         return state
 
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        return self.run_program(self._answer(state))
+
     async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
-        state.answer = (await self._acall(self.llm, state.messages, **self._params())).text
-        state.trace.append("answer")
-        return state
+        return await self.arun_program(self._answer(state))
 
 
 class Update(Step):

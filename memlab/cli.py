@@ -53,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--categories", default=None, help="comma-separated probe categories to keep")
     e.add_argument("--n-jobs", type=int, default=1, help="dialogues replayed in parallel (joblib)")
     e.add_argument("--output", default=None, help="also save per-probe rows (.parquet or .csv)")
+    e.add_argument("--max-failures", type=int, default=None, metavar="N",
+                   help="stop when more than N probes' LLM steps failed for good (default: 5%% of "
+                        "the probes, at least 3); each failed probe is a row with 'error' set")
     e.add_argument("--answer-llm", choices=["offline", "openai"], default=None,
                    help="also answer each probe from its context and score token F1 "
                         "(openai: MEMLAB_LLM_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY)")
@@ -116,6 +119,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     if args.k < 1:
         raise _UsageError(f"memlab eval: --k must be at least 1, got {args.k}")
+    if args.max_failures is not None and args.max_failures < 0:
+        raise _UsageError(f"memlab eval: --max-failures must be >= 0, got {args.max_failures}")
     if args.n_jobs == 0:
         raise _UsageError("memlab eval: --n-jobs must be non-zero (-1: every core), got 0")
     bad = [b for b in args.budgets if b < 1]
@@ -145,7 +150,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     budgets = sorted(set(args.budgets))
     rows = replay(strategy, dataset, ks=ks, k_max=args.k, label=args.strategy, n_jobs=args.n_jobs,
-                  progress=_show_progress(args), answerer=answerer, judge=judge, budgets=budgets)
+                  progress=_show_progress(args), answerer=answerer, judge=judge, budgets=budgets,
+                  max_failures=args.max_failures)
     seconds = time.perf_counter() - start
     if args.output:
         save_results(rows, args.output)
@@ -154,7 +160,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     result: dict[str, Any] = {
         "strategy": args.strategy, "dataset": dataset.name, "dataset_hash": dataset.hash,
         "n_dialogues": len(dataset.dialogues), "n_probes": int(summary["n_probes"]),
-        "n_scored": int(summary["n_scored"]),
+        "n_scored": int(summary["n_scored"]), "n_failed": int(summary.get("n_failed", 0)),
+        "llm_format_errors": int(summary.get("llm_format_errors", 0)),
     }
     result["dataset_report"] = {"summary": dataset.report.summary(), "counts": dataset.report.counts()}
     for name in _eval_metric_names(k, budgets):
@@ -199,7 +206,10 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
 
     print(f"strategy {result['strategy']} on {result['dataset']} "
           f"({result['n_dialogues']} dialogues, {result['n_probes']} probes, {result['n_scored']} scored, "
-          f"{result['seconds']} s)")
+          f"{result['n_failed']} failed, {result['seconds']} s)")
+    if result["n_failed"]:
+        first = rows["error"].dropna().iloc[0]
+        print(f"  {result['n_failed']} probe(s) failed (metrics NaN, rows keep 'error'); first: {first}")
     print(f"dataset report: {result['dataset_report']['summary']}")
     for name, value in result.items():
         if "@" in name or name.startswith(("context_", "llm_", "answer_", "stale_")) or name == "judge_correct":

@@ -1,9 +1,11 @@
-"""check_strategy: the generic checks every strategy must pass (built-in or user-written).
+"""check_strategy and check_retriever: the generic checks every strategy and every
+retriever must pass (built-in or user-written).
 
-Run it on a fresh instance::
+Run them on a fresh instance::
 
-    from memlab.testing import check_strategy
+    from memlab.testing import check_retriever, check_strategy
     check_strategy(MyStrategy(alpha=0.3))
+    check_retriever(MyRetriever(k1=1.2))
 
 Each check raises ``AssertionError`` with the check's name; on success the names of the
 checks that ran are returned.
@@ -24,6 +26,7 @@ import numpy as np
 from .base import Component
 from .embeddings.base import Embedder
 from .records import MemoryRecord, Role
+from .retrieval.base import Retriever
 from .strategies.base import Context, Strategy
 from .tokens import TokenCounter
 
@@ -193,3 +196,103 @@ def _check_context(s: Strategy) -> None:
     assert all(isinstance(m, dict) and "role" in m for m in ctx.messages), "messages must be dicts"
     known = {r.id for r in check_records()}
     assert set(ctx.source_ids) <= known, f"context names unknown turns {set(ctx.source_ids) - known}"
+
+
+# -- retrievers ------------------------------------------------------------------------
+#: Records the retriever checks index: turns, a blank one, repeated words, a session each.
+RETRIEVER_TEXTS = ["I planned a trip to Japan", "Kyoto and Osaka in spring", "my sister lives in Osaka",
+                   "strong black coffee", "switched from coffee to green tea", "a window seat please",
+                   "coffee coffee coffee", "", "Osaka Osaka trip"]
+RETRIEVER_QUERIES = ["coffee", "Osaka trip", "where does the sister live", "zzz unknown", "", "   "]
+
+
+def retriever_records() -> list[MemoryRecord]:
+    return [MemoryRecord("user" if i % 2 == 0 else "assistant", t, id=f"D1:{i + 1}",
+                         timestamp=T0 + 3600.0 * i, metadata={"session": i // 3})
+            for i, t in enumerate(RETRIEVER_TEXTS)]
+
+
+def _run(retriever: Retriever, k: int = 4) -> list[Any]:
+    retriever.add(retriever_records())
+    return [[(h.id, h.score, h.rank, h.components) for h in retriever.search(q, k)] for q in RETRIEVER_QUERIES]
+
+
+def check_retriever(retriever: Retriever) -> list[str]:
+    """Run every generic check on (clones of) ``retriever``; return the names of the checks.
+
+    The contract: at most ``k`` hits, ranks 1..n, scores non-increasing, no repeated id,
+    ``components[name]`` holding the hit's own score and rank, ``hit.record`` the record
+    ``get_record`` returns; an empty index finds nothing; ``reset``, ``clone`` and
+    ``pickle`` give a retriever that behaves as a fresh one, bit for bit; using it leaves
+    its parameters unchanged; ``records``, ``len`` and ``in`` agree with what was added.
+    """
+    checks: list[tuple[str, Callable[[Retriever], None]]] = [
+        ("is_retriever", _check_is_retriever),
+        ("hits_obey_the_contract", _check_hits),
+        ("records_are_honest", _check_records),
+        ("deterministic", lambda r: _check_same(_run(r.clone()), _run(r.clone()), "two identical runs differ")),
+        ("reset_is_fresh", _check_retriever_reset),
+        ("picklable", lambda r: _check_same(_run(pickle.loads(pickle.dumps(r))), _run(r.clone()),
+                                            "an unpickled retriever behaves differently")),
+        ("params_unchanged_by_use", _check_retriever_params),
+    ]
+    done = []
+    for name, check in checks:
+        try:
+            check(retriever.clone() if name != "is_retriever" else retriever)
+        except AssertionError as exc:
+            raise AssertionError(f"{type(retriever).__name__} failed check {name!r}: {exc}") from None
+        done.append(name)
+    return done
+
+
+def _check_is_retriever(r: Retriever) -> None:
+    assert isinstance(r, Retriever), f"{type(r).__name__} is not a memlab Retriever"
+
+
+def _check_hits(r: Retriever) -> None:
+    assert r.search("coffee") == [], "an empty index returned hits"
+    r.add(retriever_records())
+    for q in RETRIEVER_QUERIES:
+        for k in (0, 1, 3, 20):
+            hits = r.search(q, k)
+            assert len(hits) <= k, f"{len(hits)} hits for k={k}"
+            assert [h.rank for h in hits] == list(range(1, len(hits) + 1)), "ranks must be 1..n"
+            scores = [h.score for h in hits]
+            assert scores == sorted(scores, reverse=True), f"scores not sorted: {scores}"
+            assert len({h.id for h in hits}) == len(hits), "duplicate ids in hits"
+            for h in hits:
+                own = h.components.get(r.name)
+                assert own is not None and own.get("score") == h.score and own.get("rank") == h.rank, \
+                    f"components[{r.name!r}] must hold the hit's score and rank, got {own!r}"
+                assert h.record is r.get_record(h.id), "hit.record must be the record get_record returns"
+                assert h.timestamp == h.record.timestamp, "hit.timestamp must be the record's"
+    assert r.search("coffee", 1) != [], "a query sharing words with the records found nothing"
+
+
+def _check_records(r: Retriever) -> None:
+    records = retriever_records()
+    r.add(records)
+    held = [x.id for x in r.records()]
+    assert held == [x.id for x in records if x.id in r], "records() must list what is held, in order"
+    assert len(r) == len(held) and all(r.get_record(i).id == i for i in held)
+    r.remove([held[0]])
+    assert held[0] not in r and len(r) == len(held) - 1, "remove must forget the id"
+    assert all(h.id != held[0] for q in RETRIEVER_QUERIES for h in r.search(q, 20)), "a removed id was found"
+
+
+def _check_same(a: Any, b: Any, message: str) -> None:
+    assert a == b, message
+
+
+def _check_retriever_reset(r: Retriever) -> None:
+    first = _run(r)
+    r.reset()
+    assert len(r) == 0 and r.search("coffee") == [], "reset left records behind"
+    assert _run(r) == first, "after reset the retriever differs from its first run"
+
+
+def _check_retriever_params(r: Retriever) -> None:
+    before = repr(r.get_params())
+    _run(r)
+    assert repr(r.get_params()) == before, "using the retriever changed its parameters"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -147,3 +148,36 @@ def test_sweep_compare_builtins_through_the_cli(tmp_path: Path) -> None:
     assert len(list(out.glob("*.png"))) == 4
     summary = pd.read_csv(out / "summary.csv")
     assert sorted(summary["strategy"]) == expected
+    # strategies whose hits differ in size meet at equal tokens, with dialogue-clustered CIs
+    assert (summary["tokens@256tok"] <= 256).all()
+    assert (summary["recall@256tok_ci_low"] <= summary["recall@256tok"]).all()
+
+
+def test_the_readme_examples_run_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    from memlab.strategies import registry
+
+    monkeypatch.chdir(ROOT)
+    text = (EXPERIMENTS / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 3
+    # a real module, so that the classes the blocks define can be pickled (check_retriever does)
+    module = ModuleType("experiments_readme")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
+    try:
+        for code in blocks:
+            exec(compile(code, "experiments/README.md", "exec"), namespace)
+    finally:
+        registry._items.pop("overlap", None)
+    overlap = namespace["WordOverlap"]()
+    overlap.add([MemoryRecord("user", "I moved to Lisbon in May", id="a"),
+                 MemoryRecord("user", "Lisbon has great coffee", id="b"), MemoryRecord("user", "hi", id="c")])
+    assert [(h.id, h.score) for h in overlap.search("coffee in Lisbon", 5)] == [("b", 2.0), ("a", 1.0)]
+    with pytest.raises(ConfigError, match=r"^WordOverlap parameter 'min_length': expected an int >= 1, got 0$"):
+        namespace["WordOverlap"](min_length=0)
+    row = namespace["table"].iloc[0]
+    assert row["n_probes"] == SHIPPED_PROBES and 0 < row["recall@1"] <= row["recall@5"]
+    assert len(namespace["results"]) == SHIPPED_PROBES
+    assert namespace["swept"].get_params()["retriever__min_length"] == 5

@@ -313,8 +313,10 @@ def summarize(df: pd.DataFrame, by: Sequence[str] | str = ("strategy",), metrics
     """Mean of each metric per group (NaN -- unscored probes -- excluded), one row per group.
 
     Columns: the ``by`` columns, [``category_col``], ``n_probes`` (rows in the group),
-    ``n_scored`` (rows with gold), then the metric means and the cost means (``COST_COLUMNS``
-    present in ``df``). ``metrics`` defaults to every metric column. With ``per_category``
+    ``n_scored`` (rows with gold and no ``error``), [``n_failed`` (rows whose LLM step failed:
+    ``error`` set; with an ``error`` column)], then the metric means and the cost means
+    (``COST_COLUMNS`` present in ``df``), [``llm_format_errors``: their total].
+    ``metrics`` defaults to every metric column. With ``per_category``
     each group gets one row per category and one with category "all" (listed first).
     Groups are sorted by their keys.
 
@@ -355,18 +357,28 @@ def summarize(df: pd.DataFrame, by: Sequence[str] | str = ("strategy",), metrics
 def _aggregate(df: pd.DataFrame, keys: list[str], metrics: list[str],
                ci: dict[str, Any] | None = None) -> pd.DataFrame:
     values = df[metrics].apply(pd.to_numeric, errors="coerce").astype(float)
-    work = pd.concat([df[keys], values, (df["n_gold"] > 0).rename("_scored")], axis=1)
+    failed = df["error"].notna() if "error" in df.columns else pd.Series(False, index=df.index)
+    scored = (df["n_gold"] > 0) & ~failed
+    totals = {"n_failed": failed.astype(int)} if "error" in df.columns else {}
+    if "llm_format_errors" in df.columns:
+        totals["llm_format_errors"] = pd.to_numeric(df["llm_format_errors"], errors="coerce").fillna(0).astype(int)
+    work = pd.concat([df[keys], values, scored.rename("_scored"), pd.DataFrame(totals, index=df.index)], axis=1)
     if keys:
         grouped = work.groupby(keys, sort=True, dropna=False)
         means = grouped[metrics].mean()  # pandas' mean skips NaN
         counts = grouped.size().rename("n_probes")
-        scored = grouped["_scored"].sum().astype(int).rename("n_scored")
-        out = pd.concat([counts, scored, means], axis=1).reset_index()
+        scored_n = grouped["_scored"].sum().astype(int).rename("n_scored")
+        sums = {name: grouped[name].sum().astype(int) for name in totals}
+        failed_n = [sums["n_failed"]] if "n_failed" in sums else []
+        format_n = [sums["llm_format_errors"]] if "llm_format_errors" in sums else []
+        out = pd.concat([counts, scored_n, *failed_n, means, *format_n], axis=1).reset_index()
         numbers = grouped.ngroup().to_numpy()  # with sort=True: the row order of ``out``
         groups = [np.flatnonzero(numbers == i) for i in range(len(out))]
     else:
-        out = pd.DataFrame([{"n_probes": len(work), "n_scored": int(work["_scored"].sum()),
-                             **values.mean().to_dict()}])
+        first = {"n_failed": int(totals["n_failed"].sum())} if "n_failed" in totals else {}
+        last = {"llm_format_errors": int(totals["llm_format_errors"].sum())} if "llm_format_errors" in totals else {}
+        out = pd.DataFrame([{"n_probes": len(work), "n_scored": int(work["_scored"].sum()), **first,
+                             **values.mean().to_dict(), **last}])
         groups = [np.arange(len(work))]
     if not ci:
         return out

@@ -259,11 +259,14 @@ def plot_by_category(df: pd.DataFrame, metric: str, hue: str | None = "strategy"
     The figure stays a readable size (at most 12 x 4.5 inches), the legend sits beside the
     axes, category labels are slanted, and a category where a ``hue`` value has no scored
     probe is marked "n/a" (no bar) -- distinct from a mean of 0, which is drawn as a bar
-    outline on the axis and labelled "0".
+    outline on the axis and labelled "0". Categories with no scored probe at all are left
+    out and named below the axes.
     """
     _need(df, metric, category_col, hue)
     frame = df.assign(**{category_col: df[category_col].fillna("(none)").astype(str)})
-    categories = sorted(frame[category_col].unique())
+    scored = frame.groupby(category_col)[metric].apply(lambda v: v.notna().any())
+    categories = sorted(c for c in frame[category_col].unique() if scored[c])
+    unscored = sorted(c for c in frame[category_col].unique() if not scored[c])
     groups = _groups(frame, hue)
     width_in = min(12.0, max(6.4, 0.35 * len(categories) * max(1, len(groups)) + 2.5))
     fig, ax = _figure(ax, figsize=(width_in, 4.5))
@@ -291,6 +294,9 @@ def plot_by_category(df: pd.DataFrame, metric: str, hue: str | None = "strategy"
     ax.set_ylabel(metric)
     _y_axis(ax, metric)
     ax.set_title(f"{metric} by {category_col} (mean, {confidence:.0%} CI)")
+    if unscored:  # a category nobody is scored on (no gold) is left out, and said so
+        ax.annotate(f"not scored: {', '.join(unscored)}", (0.0, -0.32), xycoords="axes fraction", fontsize=7,
+                    color="0.4")
     if hue is not None:
         _legend(ax, hue)
     return fig

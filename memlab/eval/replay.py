@@ -15,6 +15,11 @@ the turn it follows. One row per probe records:
 - lifecycle: stale_evidence (the probe's superseded turns), store_size (records the
   strategy holds when asked; None if it does not say), and the per-probe metrics
   ``stale_in_context`` / ``stale_only`` (``memlab.eval.lifecycle``);
+- faults: ``error`` (None, or why the probe's LLM step failed for good -- after the client's
+  retries, or an extractor's last unreadable answer; a failure while reading turns is
+  reported on the next probe) and ``llm_format_errors`` (answers without the asked format,
+  counted like the cost below). A failed probe's metrics are NaN; ``replay`` stops with one
+  LLMError when more than ``max_failures`` probes failed;
 - cost: llm_prompt_tokens, llm_completion_tokens, llm_calls, llm_cached_calls: the
   strategy's own LLM calls made for this probe and since the previous one (summaries and
   extractions made while reading are charged to the next probe); a call answered from a
@@ -28,6 +33,7 @@ the turn it follows. One row per probe records:
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -39,7 +45,8 @@ from ..secrets import MASK, Secret
 from ..strategies.base import Strategy
 from .dataset import Dataset, Dialogue
 from .lifecycle import add_stale_metrics
-from .metrics import compute_metrics
+from ..llm.base import LLMError
+from .metrics import compute_metrics, metric_columns
 
 PARAM_PREFIX = "param:"
 
@@ -68,27 +75,40 @@ def _ranked(strategy: Strategy, query: str, k_max: int, budget: int, now: float)
 
 def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
                     answerer: Any = None, judge: Any = None, budget: int = 0,
-                    on_probe: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+                    on_probe: Callable[[], None] | None = None,
+                    on_failure: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Rows for one dialogue. ``strategy`` is reset first and used in place.
 
     ``budget``: the largest token budget to fill (0: none). A strategy whose ``uses_gold``
     is true (a reference strategy) is shown each probe with ``see_probe`` before it is
-    asked. ``on_probe`` is called after each probe (progress bars).
+    asked. ``on_probe`` is called after each probe (progress bars), ``on_failure`` with the
+    error of each failed probe (it may raise to stop the run).
     """
     strategy.reset()
     rows: list[dict[str, Any]] = []
     charged = strategy.llm_usage()
+    pending: str | None = None  # an LLM failure while reading turns: reported on the next probe
     for kind, item in dialogue.timeline():
         if kind == "turn":
-            strategy.observe(item.to_record(dialogue.id))  # type: ignore[union-attr]
+            try:
+                strategy.observe(item.to_record(dialogue.id))  # type: ignore[union-attr]
+            except LLMError as exc:
+                pending = pending or f"reading turn {item.id!r}: {exc}"  # type: ignore[union-attr]
             continue
         probe = item
         now = dialogue.probe_time(probe)  # type: ignore[arg-type]
         if strategy.uses_gold:
             strategy.see_probe(probe)  # type: ignore[arg-type]
+        error, pending = pending, None
+        hits: list[Any] = []
+        hit_tokens: list[int] = []
+        context: Any = None
         start = time.perf_counter()
-        hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now)  # type: ignore[union-attr]
-        context = strategy.build_context(probe.query, now=now)  # type: ignore[union-attr]
+        try:
+            hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now)  # type: ignore[union-attr]
+            context = strategy.build_context(probe.query, now=now)  # type: ignore[union-attr]
+        except LLMError as exc:
+            error = error or str(exc)
         latency = (time.perf_counter() - start) * 1000.0
         usage = strategy.llm_usage()
         rows.append({
@@ -105,19 +125,29 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             "retrieved_source_ids": [list(h.memory_record.source_ids) for h in hits],
             "retrieved_scores": [float(h.score) for h in hits],
             "retrieved_tokens": [int(t) for t in hit_tokens],
-            "context_ids": list(context.source_ids),
-            "context_record_ids": list(context.record_ids),
-            "context_tokens": int(context.token_count),
+            "context_ids": list(context.source_ids) if context is not None else [],
+            "context_record_ids": list(context.record_ids) if context is not None else [],
+            "context_tokens": int(context.token_count) if context is not None else 0,
             "store_size": strategy.store_size(),
             "llm_prompt_tokens": usage["prompt_tokens"] - charged["prompt_tokens"],
             "llm_completion_tokens": usage["completion_tokens"] - charged["completion_tokens"],
             "llm_calls": usage.get("calls", 0) - charged.get("calls", 0),
             "llm_cached_calls": usage.get("cached_calls", 0) - charged.get("cached_calls", 0),
+            "llm_format_errors": usage.get("format_errors", 0) - charged.get("format_errors", 0),
             "latency_ms": latency,
+            "error": error,
         })
         charged = usage
         if answerer is not None:
-            rows[-1].update(_answer_columns(answerer, judge, context.messages, probe))  # type: ignore[arg-type]
+            answered = _failed_answer_columns()
+            if error is None:
+                try:
+                    answered = _answer_columns(answerer, judge, context.messages, probe)  # type: ignore[arg-type]
+                except LLMError as exc:
+                    rows[-1]["error"] = error = f"answering: {exc}"
+            rows[-1].update(answered)
+        if error is not None and on_failure is not None:
+            on_failure(f"dialogue {dialogue.id!r}, probe {probe.id!r}: {error}")  # type: ignore[union-attr]
         if on_probe is not None:
             on_probe()
     return rows
@@ -144,11 +174,41 @@ def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], p
     return out
 
 
+def _failed_answer_columns() -> dict[str, Any]:
+    return {"prediction": None, "answer_f1": float("nan"), "judge_correct": float("nan"),
+            "answer_prompt_tokens": 0, "answer_completion_tokens": 0, "judge_tokens": 0}
+
+
 def _replay_one(strategy: Strategy, dialogue: Dialogue, k_max: int, answerer: Any = None,
-                judge: Any = None, budget: int = 0, on_probe: Callable[[], None] | None = None
-                ) -> list[dict[str, Any]]:
+                judge: Any = None, budget: int = 0, on_probe: Callable[[], None] | None = None,
+                on_failure: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     # a strategy over a persistent store writes each dialogue to its own namespace (its id)
-    return replay_dialogue(strategy.clone(scope=dialogue.id), dialogue, k_max, answerer, judge, budget, on_probe)
+    return replay_dialogue(strategy.clone(scope=dialogue.id), dialogue, k_max, answerer, judge, budget,
+                           on_probe, on_failure)
+
+
+#: Share of the probes that may fail (LLM errors) before ``replay`` stops, at least MIN_FAILURES.
+FAILURE_FRACTION = 0.05
+MIN_FAILURES = 3
+
+
+def default_max_failures(n_probes: int) -> int:
+    """``max(MIN_FAILURES, ceil(FAILURE_FRACTION * n_probes))``: failures tolerated by default."""
+    return max(MIN_FAILURES, math.ceil(FAILURE_FRACTION * n_probes))
+
+
+class _FailureLimit:
+    """Counts failed probes; raises one LLMError naming the first failure past the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.count, self.first = limit, 0, ""
+
+    def __call__(self, error: str) -> None:
+        self.count += 1
+        self.first = self.first or error
+        if self.count > self.limit:
+            raise LLMError(f"{self.count} probes failed, more than max_failures={self.limit} "
+                           f"(--max-failures); stopped. First failure: {self.first}")
 
 
 def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> Any:
@@ -165,7 +225,7 @@ def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> Any:
 def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequence[int] = (1, 5, 10),
            label: str | None = None, n_jobs: int = 1, progress: bool = False,
            provenance: dict[str, Any] | None = None, answerer: Any = None,
-           judge: Any = None, budgets: Sequence[int] = ()) -> pd.DataFrame:
+           judge: Any = None, budgets: Sequence[int] = (), max_failures: int | None = None) -> pd.DataFrame:
     """Replay every dialogue of ``dataset``; a tidy DataFrame, one row per probe, with metrics.
 
     ``budgets`` (token budgets, e.g. ``(256, 512, 1024)``) adds the token-matched metrics
@@ -183,9 +243,19 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     ``n_jobs`` > 1 replays dialogues in parallel with joblib (each worker gets a clone);
     any joblib backend works, e.g. ``with joblib.parallel_config(backend="dask"): ...``.
     Rows come back in dataset order whatever the backend, so results are identical.
+
+    A probe whose LLM step fails for good (``LLMError``) is a row with ``error`` set and NaN
+    metrics; past ``max_failures`` failed probes (default ``default_max_failures``: 5% of
+    the probes, at least 3) the run stops with one LLMError naming the first failure.
     """
     if not isinstance(strategy, Strategy):
         raise MemlabError(f"replay needs a memlab Strategy, got {type(strategy).__name__}")
+    n_probes = sum(len(d.probes) for d in dataset.dialogues)
+    if max_failures is None:
+        max_failures = default_max_failures(n_probes)
+    if isinstance(max_failures, bool) or not isinstance(max_failures, int) or max_failures < 0:
+        raise MemlabError(f"max_failures must be an int >= 0, got {max_failures!r}")
+    failed = _FailureLimit(max_failures)
     budgets = sorted({_check_budget(b) for b in budgets})
     if k_max < max(ks, default=1):
         k_max = max(ks)
@@ -197,7 +267,8 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     try:
         if n_jobs == 1:
             tick = bar.update if bar is not None else None
-            per_dialogue = [_replay_one(strategy, d, k_max, answerer, judge, budget, tick) for d in dialogues]
+            per_dialogue = [_replay_one(strategy, d, k_max, answerer, judge, budget, tick, failed)
+                            for d in dialogues]
         else:
             from joblib import Parallel, delayed
 
@@ -206,6 +277,9 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
             for rows in Parallel(n_jobs=n_jobs, return_as="generator")(
                     delayed(_replay_one)(strategy, d, k_max, answerer, judge, budget) for d in dialogues):
                 per_dialogue.append(rows)
+                for row in rows:  # workers cannot share the count: checked as dialogues finish
+                    if row["error"] is not None:
+                        failed(f"dialogue {row['dialogue_id']!r}, probe {row['probe_id']!r}: {row['error']}")
                 if bar is not None:
                     bar.update(len(rows))
     finally:
@@ -215,6 +289,9 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     frame = pd.DataFrame(rows, columns=_ROW_COLUMNS + (_ANSWER_COLUMNS if answerer is not None else []))
     frame.insert(0, "strategy", label or strategy_label(strategy))
     frame = add_stale_metrics(compute_metrics(frame, ks=ks, budgets=budgets))
+    failed_rows = frame["error"].notna()
+    if failed_rows.any():  # nothing was measured for a failed probe: no 0 that looks like a miss
+        frame.loc[failed_rows, metric_columns(frame)] = float("nan")
     return add_configuration(frame, strategy, dataset, provenance)
 
 
@@ -252,7 +329,8 @@ _ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold"
                 "position", "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
                 "retrieved_tokens", "context_ids", "context_record_ids", "context_tokens", "store_size",
                 "llm_prompt_tokens",
-                "llm_completion_tokens", "llm_calls", "llm_cached_calls", "latency_ms"]
+                "llm_completion_tokens", "llm_calls", "llm_cached_calls", "llm_format_errors", "latency_ms",
+                "error"]
 
 
 _ANSWER_COLUMNS = ["prediction", "answer_f1", "judge_correct", "answer_prompt_tokens",

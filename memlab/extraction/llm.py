@@ -7,7 +7,7 @@ import json
 import jsonschema
 
 from ..base import MemlabError, Param
-from ..llm.base import LLM, UsesLLM
+from ..llm.base import LLM, LLMError, UsesLLM
 from ..llm.prompts import EXTRACTION_SCHEMA, extract_prompt, strip_fences
 from ..records import MemoryRecord
 from .base import ExtractedMemory, Extractor
@@ -94,6 +94,7 @@ class LLMExtractor(UsesLLM, Extractor):
         try:
             return self._clean(parse_extraction(answer, _ids(records)), records), messages, ""
         except MemlabError as exc:
+            self._format_error()
             error = str(exc)
             retry = messages + [{"role": "assistant", "content": answer},
                                 {"role": "user", "content": _retry_note(error)}]
@@ -103,7 +104,7 @@ class LLMExtractor(UsesLLM, Extractor):
         self._failures += 1
         if self.on_failure == "skip":
             return []
-        raise MemlabError(f"LLMExtractor: no valid answer after {self.max_attempts} attempt(s); "
+        raise LLMError(f"LLMExtractor: no valid answer after {self.max_attempts} attempt(s); "
                           f"last problem: {error}")
 
     @staticmethod

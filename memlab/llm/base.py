@@ -19,7 +19,7 @@ from abc import abstractmethod
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..base import Component
+from ..base import Component, MemlabError
 
 Message = dict[str, Any]
 
@@ -41,6 +41,11 @@ class Completion:
     cached: bool = False
 
 
+class LLMError(MemlabError):
+    """An LLM step failed for good: the model was unreachable or kept failing after its retries,
+    or its answers never had the expected format. ``replay`` turns it into a row with ``error``."""
+
+
 @dataclass
 class LLMUsage:
     """Cumulative cost of the calls made, whether a model or a cache answered them.
@@ -51,6 +56,9 @@ class LLMUsage:
     - ``cached_calls``: how many of ``calls`` a cache answered; ``cached_tokens``: their
       prompt + completion tokens, i.e. what the cache saved.
 
+    - ``format_errors``: answers that did not have the format the step asked for (JSON an
+      extractor or a relevance filter could not read); the step retried or read what it could.
+
     ``billed_tokens = total_tokens - cached_tokens`` is what reached a model in this run.
     """
 
@@ -59,6 +67,7 @@ class LLMUsage:
     calls: int = 0
     cached_calls: int = 0
     cached_tokens: int = 0
+    format_errors: int = 0
 
     def record(self, completion: Completion) -> None:
         prompt, answer = int(completion.prompt_tokens), int(completion.completion_tokens)
@@ -173,6 +182,10 @@ class UsesLLM(Component):
 
     def reset_usage(self) -> None:
         self.__dict__["_step_usage_tally"] = LLMUsage()
+
+    def _format_error(self) -> None:
+        """Count an answer that did not have the expected format (``LLMUsage.format_errors``)."""
+        self._step_usage().format_errors += 1
 
     def _call(self, llm: LLM, messages: list[Message], **params: Any) -> Completion:
         completion = llm.complete(messages, **params)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..base import ConfigError, MemlabError
 from ..secrets import Secret, as_secret, reveal
-from .base import LLM, Completion, Message
+from .base import LLM, Completion, LLMError, Message
 from .cache import ResponseCache
 
 #: Longest wait memlab accepts from a Retry-After header, in seconds.
@@ -223,7 +223,7 @@ class OpenAIChat(LLM):
             status = exc.status_code
             reason = f"status {status}"
             if status not in _RETRY_STATUSES and status < 500:
-                raise MemlabError(f"chat completion failed: HTTP {status} from {url}: "
+                raise LLMError(f"chat completion failed: HTTP {status} from {url}: "
                                   f"{_error_message(exc)} (not retried)") from exc
             retry_after = retry_after_seconds(exc.response.headers)
         elif isinstance(exc, openai.APIConnectionError):
@@ -236,9 +236,9 @@ class OpenAIChat(LLM):
         self._retries.append(event)
         return event
 
-    def _give_up(self, attempts: int) -> MemlabError:
+    def _give_up(self, attempts: int) -> LLMError:
         last = self._retries[-1]
-        return MemlabError(f"chat completion failed after {attempts} attempt(s): last error "
+        return LLMError(f"chat completion failed after {attempts} attempt(s): last error "
                            f"{last.reason} from {last.url}")
 
     def close(self) -> None:
@@ -285,19 +285,19 @@ def parse_chat_response(text: str, url: str, model: str) -> Completion:
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        raise MemlabError(f"chat completion from {url} is not JSON: {text[:200]!r}") from None
+        raise LLMError(f"chat completion from {url} is not JSON: {text[:200]!r}") from None
     if not isinstance(data, dict):
-        raise MemlabError(f"chat completion from {url} must be a JSON object, got {text[:200]!r}")
+        raise LLMError(f"chat completion from {url} must be a JSON object, got {text[:200]!r}")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
-        raise MemlabError(f"chat completion from {url} has no 'choices' "
+        raise LLMError(f"chat completion from {url} has no 'choices' "
                           f"(keys: {sorted(data)}): {text[:200]!r}")
     message = choices[0].get("message") if isinstance(choices[0], dict) else None
     if not isinstance(message, dict):
-        raise MemlabError(f"chat completion from {url}: choices[0] has no 'message': {text[:200]!r}")
+        raise LLMError(f"chat completion from {url}: choices[0] has no 'message': {text[:200]!r}")
     content = message.get("content")
     if content is not None and not isinstance(content, str):
-        raise MemlabError(f"chat completion from {url}: message content must be a string, "
+        raise LLMError(f"chat completion from {url}: message content must be a string, "
                           f"got {type(content).__name__}")
     raw_usage = data.get("usage")
     usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}

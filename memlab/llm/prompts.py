@@ -173,6 +173,15 @@ def parse_lines(text: str, n: int) -> list[str]:
     return out[:n]
 
 
+def is_selection_json(text: str) -> bool:
+    """True when a filter answer has the asked format: JSON ``{"relevant": [...]}`` or a list."""
+    try:
+        raw = json.loads(strip_fences(text))
+    except json.JSONDecodeError:
+        return False
+    return isinstance(raw, list) or (isinstance(raw, dict) and isinstance(raw.get("relevant"), list))
+
+
 def parse_selection(text: str, n_items: int) -> list[int]:
     """0-based indices chosen by a filter answer (JSON ``{"relevant": [...]}`` or bare numbers)."""
     raw: Any

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..base import Param
 from ..llm.base import LLM, UsesLLM
-from ..llm.prompts import filter_prompt, parse_selection
+from ..llm.prompts import filter_prompt, is_selection_json, parse_selection
 from ..records import Hit
 from .selection import Selector, rerank
 
@@ -26,6 +26,8 @@ class LLMRelevanceFilter(UsesLLM, Selector):
         self.llm = llm
 
     def _choose(self, hits: list[Hit], k: int, text: str) -> list[Hit]:
+        if not is_selection_json(text):  # read what numbers it has, but count it: never silent
+            self._format_error()
         chosen = sorted(parse_selection(text, len(hits))[:k])
         return rerank([hits[i] for i in chosen], None, self.name)
 

@@ -133,7 +133,7 @@ def test_memoised_retrieval_and_llm_usage_through_loopback(server, chat_llm):
                                          for r in answered)
     m.reset()
     assert m.llm_usage() == {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "cached_calls": 0,
-            "cached_tokens": 0}
+            "cached_tokens": 0, "format_errors": 0}
     assert m.retrieve("Where does Ann live?", 5) == []
 
 
@@ -224,7 +224,7 @@ def test_named_layered_with_an_llm_summarises_with_it():
     assert prompt == 220
     assert m.usage_by_step()["summarize"] == {"prompt_tokens": 2 * prompt, "completion_tokens": 98,
                                               "calls": 2, "cached_calls": 0,
-            "cached_tokens": 0}
+            "cached_tokens": 0, "format_errors": 0}
     # an LLM summary is attributed lexically: a folded turn counts when at least half of its
     # stemmed content terms are in the summary ("Nice to meet you, Ann." and "Coffee lovers
     # unite." keep 1 of 3; "Rex sounds lovely." keeps rex and love(ly))

@@ -77,7 +77,7 @@ def test_tokens_counted_with_the_token_counter_and_usage_kept():
     assert c.prompt_tokens == 12 and c.completion_tokens == math.ceil(len(c.text) / 4) == 4
     llm.complete(msgs)
     assert llm.usage.as_dict() == {"prompt_tokens": 24, "completion_tokens": 8, "calls": 2, "cached_calls": 0,
-            "cached_tokens": 0}
+            "cached_tokens": 0, "format_errors": 0}
     default = OfflineLLM().complete(msgs)
     assert default.prompt_tokens == TiktokenCounter().count_messages(msgs)
 

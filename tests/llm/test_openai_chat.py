@@ -42,7 +42,7 @@ def test_completion_text_usage_and_request(server):
     # loopback counts whitespace words: prompt 3, answer 4
     assert (c.prompt_tokens, c.completion_tokens, c.model, c.cached) == (3, 4, "test-model", False)
     assert llm.usage.as_dict() == {"prompt_tokens": 3, "completion_tokens": 4, "calls": 1, "cached_calls": 0,
-            "cached_tokens": 0}
+            "cached_tokens": 0, "format_errors": 0}
     body = server.requests[0]["body"]
     assert body["model"] == "test-model" and body["temperature"] == 0.0 and body["max_tokens"] == 50
     assert body["messages"] == MSGS
@@ -51,7 +51,7 @@ def test_completion_text_usage_and_request(server):
     assert llm.usage.calls == 2 and llm.usage.prompt_tokens == 6
     llm.reset_usage()
     assert llm.usage.as_dict() == {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "cached_calls": 0,
-            "cached_tokens": 0}
+            "cached_tokens": 0, "format_errors": 0}
 
 
 def test_429_with_retry_after_then_success(server):
@@ -132,7 +132,7 @@ def test_cache_hit_makes_no_request_and_counts_the_original_tokens(server, tmp_p
     assert (second.prompt_tokens, second.completion_tokens) == (3, 4)  # what the original call cost
     # usage is the cost of the work whatever the cache state; the hit is counted apart too
     assert llm.usage.as_dict() == {"prompt_tokens": 6, "completion_tokens": 8, "calls": 2, "cached_calls": 1,
-                                   "cached_tokens": 7}
+                                   "cached_tokens": 7, "format_errors": 0}
     assert (llm.usage.total_tokens, llm.usage.billed_tokens) == (14, 7)
     llm.complete(MSGS, temperature=0.3)  # different params: a different key
     assert len(server.requests) == 2
@@ -141,7 +141,7 @@ def test_cache_hit_makes_no_request_and_counts_the_original_tokens(server, tmp_p
     again = make(server, cache=ResponseCache(path))
     assert again.complete(MSGS).cached and len(server.requests) == 2
     assert again.usage.as_dict() == {"prompt_tokens": 3, "completion_tokens": 4, "calls": 1, "cached_calls": 1,
-                                     "cached_tokens": 7}
+                                     "cached_tokens": 7, "format_errors": 0}
     assert again.usage.billed_tokens == 0
     again.cache.close()
 
@@ -152,7 +152,7 @@ def test_async_cache_hit_counts_like_a_sync_one(server):
     warm = asyncio.run(llm.acomplete(MSGS))
     assert (cold.cached, warm.cached, len(server.requests)) == (False, True, 1)
     assert llm.usage.as_dict() == {"prompt_tokens": 6, "completion_tokens": 8, "calls": 2, "cached_calls": 1,
-                                   "cached_tokens": 7}
+                                   "cached_tokens": 7, "format_errors": 0}
 
 
 def test_a_cache_row_without_token_counts_reads_as_zero(server, tmp_path):
@@ -172,7 +172,7 @@ def test_a_cache_row_without_token_counts_reads_as_zero(server, tmp_path):
     c = llm.complete(MSGS)
     assert (c.text, c.cached, c.prompt_tokens, c.completion_tokens) == ("old", True, 0, 0)
     assert server.requests == [] and llm.usage.as_dict() == {
-        "prompt_tokens": 0, "completion_tokens": 0, "calls": 1, "cached_calls": 1, "cached_tokens": 0}
+        "prompt_tokens": 0, "completion_tokens": 0, "calls": 1, "cached_calls": 1, "cached_tokens": 0, "format_errors": 0}
     llm.cache.close()
 
 
@@ -188,7 +188,7 @@ def test_acomplete_retries_and_records_usage(server):
     assert len(server.requests) == 3
     assert [(e.status, e.wait) for e in llm.retries] == [(429, 0.02)]
     assert llm.usage.as_dict() == {"prompt_tokens": 4, "completion_tokens": 6, "calls": 2, "cached_calls": 0,
-            "cached_tokens": 0}
+            "cached_tokens": 0, "format_errors": 0}
 
 
 def test_acomplete_gives_up_with_clear_error(server):

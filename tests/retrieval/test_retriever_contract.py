@@ -1,11 +1,8 @@
-"""The search contract, checked on every retriever and wrapper."""
-
-import pickle
+"""The search contract (memlab.testing.check_retriever), checked on every retriever and wrapper."""
 
 import pytest
 
 from memlab.decay import Ebbinghaus, ManualClock
-from memlab.records import MemoryRecord
 from memlab.retrieval.bm25 import BM25Retriever
 from memlab.retrieval.conflicts import ExcludeOutdated
 from memlab.retrieval.contextual import ContextualRetriever
@@ -14,15 +11,7 @@ from memlab.retrieval.expansion import ExpansionRetriever, PseudoRelevanceFeedba
 from memlab.retrieval.fusion import WeightedSum
 from memlab.retrieval.hybrid import HybridRetriever
 from memlab.retrieval.vector import VectorRetriever
-
-T0 = 1_700_000_000.0
-TEXTS = ["I planned a trip to Japan", "Kyoto and Osaka in spring", "my sister lives in Osaka",
-         "strong black coffee", "switched from coffee to green tea", "a window seat please",
-         "coffee coffee coffee", "", "Osaka Osaka trip"]
-RECORDS = [MemoryRecord("user" if i % 2 == 0 else "assistant", t, id=f"D1:{i + 1}",
-                        timestamp=T0 + 3600.0 * i, metadata={"session": i // 3})
-           for i, t in enumerate(TEXTS)]
-QUERIES = ["coffee", "Osaka trip", "where does the sister live", "zzz unknown", "", "   "]
+from memlab.testing import T0, check_retriever, retriever_records
 
 FACTORIES = {
     "bm25": lambda: BM25Retriever(),
@@ -39,62 +28,28 @@ FACTORIES = {
 }
 
 
-def run(retriever, k=4):
-    retriever.add(RECORDS)
-    return [[(h.id, h.score, h.rank, h.components) for h in retriever.search(q, k)] for q in QUERIES]
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_every_retriever_passes_check_retriever(name):
+    assert check_retriever(FACTORIES[name]()) == [
+        "is_retriever", "hits_obey_the_contract", "records_are_honest", "deterministic", "reset_is_fresh",
+        "picklable", "params_unchanged_by_use"]
 
 
-@pytest.fixture(params=sorted(FACTORIES))
-def factory(request):
-    return FACTORIES[request.param]
+def test_check_retriever_names_the_failed_check():
+    class Unsorted(BM25Retriever):
+        def search(self, query, k=5, *, where=None, now=None):
+            return list(reversed(super().search(query, k, where=where, now=now)))
 
-
-def test_hits_obey_the_contract(factory):
-    r = factory()
-    assert r.search("coffee") == []  # empty index
-    r.add(RECORDS)
-    for q in QUERIES:
-        for k in (0, 1, 3, 20):
-            hits = r.search(q, k)
-            assert len(hits) <= k
-            assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-            scores = [h.score for h in hits]
-            assert scores == sorted(scores, reverse=True)
-            assert len({h.id for h in hits}) == len(hits)
-            for h in hits:
-                assert h.components[r.name] == {**h.components[r.name], "score": h.score, "rank": h.rank}
-                assert h.record is r.get_record(h.id) and h.timestamp == h.record.timestamp
-    assert [h.id for h in r.search("coffee", 1)] != []
-
-
-def test_deterministic_bit_for_bit(factory):
-    assert run(factory()) == run(factory())
-
-
-def test_reset_clone_and_pickle(factory):
-    r = factory()
-    first = run(r)
-    r.reset()
-    assert len(r) == 0 and r.search("coffee") == []
-    assert run(r) == first
-    c = factory().clone()
-    assert len(c) == 0 and run(c) == first
-    p = pickle.loads(pickle.dumps(factory()))
-    assert run(p) == first
-
-
-def test_params_survive_use(factory):
-    r = factory()
-    before = repr(r.get_params())
-    run(r)
-    assert repr(r.get_params()) == before
+    with pytest.raises(AssertionError, match=r"^Unsorted failed check 'hits_obey_the_contract': ranks must be"):
+        check_retriever(Unsorted())
 
 
 def test_wrapping_a_filled_retriever_adopts_its_records():
+    records = retriever_records()
     inner = BM25Retriever()
-    inner.add(RECORDS)
+    inner.add(records)
     d = DecayRetriever(inner, reinforce="none", gc=False)
-    assert len(d) == len(RECORDS) and d.memory_state("D1:4")["last_recall"] == T0 + 3 * 3600.0
+    assert len(d) == len(records) and d.memory_state("D1:4")["last_recall"] == T0 + 3 * 3600.0
     assert d.search("coffee", 1)[0].id == "D1:7"
     h = HybridRetriever([inner, VectorRetriever()])
-    assert len(h) == len(RECORDS) and len(h.retrievers[1]) == len(RECORDS) - 1  # blank skipped
+    assert len(h) == len(records) and len(h.retrievers[1]) == len(records) - 1  # blank skipped

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from .base import Component, ConfigError
-from .llm.base import LLM, LLMUsage, UsesLLM
+from .llm.base import LLM, LLMProgram, LLMUsage, UsesLLM
 from .llm.prompts import speaker_of, summarize_prompt
 from .llm.text import sentences, stem, terms, unique
 from .records import MemoryRecord
@@ -169,12 +169,14 @@ class LLMSummarizer(UsesLLM, Summarizer):
     def _prompt(self, records: list[MemoryRecord], previous: str) -> list[dict[str, str]]:
         return summarize_prompt(records, previous, max(1, int(self.max_tokens * 0.75)))
 
+    def _summarize(self, records: list[MemoryRecord], previous: str) -> LLMProgram:
+        return (yield self._prompt(records, previous), {"max_tokens": self.max_tokens}).strip()
+
     def summarize(self, records: list[MemoryRecord], previous: str = "") -> str:
-        return self._call(self.llm, self._prompt(records, previous), max_tokens=self.max_tokens).text.strip()
+        return self.run_program(self._summarize(records, previous))
 
     async def asummarize(self, records: list[MemoryRecord], previous: str = "") -> str:
-        completion = await self._acall(self.llm, self._prompt(records, previous), max_tokens=self.max_tokens)
-        return completion.text.strip()
+        return await self.arun_program(self._summarize(records, previous))
 
 
 def pieces_text(pieces: Sequence[SummaryPiece]) -> str:

@@ -154,11 +154,13 @@ class _CamelStrategy(Strategy):
         self._observed: list[MemoryRecord] = []
         self._by_id: dict[str, MemoryRecord] = {}
         self._memory: Any = None
+        self._probe: tuple[tuple, list[Any]] | None = None  # the last probe's records (see _records_for)
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_memory"] = None  # CAMEL and qdrant objects are rebuilt on first use
+        state["_probe"] = None
         return state
 
     # -- the CAMEL memory ---------------------------------------------------------------
@@ -203,8 +205,17 @@ class _CamelStrategy(Strategy):
         """CAMEL's records for the model after the question is written (then rolled back)."""
         raise NotImplementedError
 
+    def _records_for(self, query: str, now: float | None) -> list[Any]:
+        """``_with_question``, reused while nothing was observed since: a replay asks
+        ``retrieve`` and ``build_context`` at the same probe, and CAMEL re-reads its whole
+        history each time."""
+        key = (query, now, len(self._observed))
+        if self._probe is None or self._probe[0] != key:
+            self._probe = (key, self._with_question(query, now))
+        return self._probe[1]
+
     def build_context(self, query: str, *, now: float | None = None) -> Context:
-        records = self._with_question(query, now)
+        records = self._records_for(query, now)
         messages, _ = self._creator().create_context(records)
         # the creator puts the question (newest timestamp, history after recalls) last;
         # the answer step appends it again, so that one copy leaves the memory's context
@@ -285,7 +296,7 @@ class CamelChatHistoryStrategy(_CamelStrategy):
                  now: float | None = None) -> list[Hit]:
         if k <= 0:
             return []
-        window = [r for r in self._with_question(query, now) if not self._is_question(r.memory_record)]
+        window = [r for r in self._records_for(query, now) if not self._is_question(r.memory_record)]
         pairs = [(self._memlab(r.memory_record), r.score) for r in reversed(window)]  # newest first
         return _ranked(pairs, k, where)
 

@@ -7,7 +7,7 @@ import json
 import jsonschema
 
 from ..base import MemlabError, Param
-from ..llm.base import LLM, LLMError, UsesLLM
+from ..llm.base import LLM, LLMError, LLMProgram, UsesLLM
 from ..llm.prompts import EXTRACTION_SCHEMA, extract_prompt, strip_fences
 from ..records import MemoryRecord
 from .base import ExtractedMemory, Extractor
@@ -68,25 +68,21 @@ class LLMExtractor(UsesLLM, Extractor):
         super().reset_usage()
         self._failures = 0
 
-    def extract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
+    def _extract(self, records: list[MemoryRecord]) -> LLMProgram:
         if not records:
             return []
         messages, error = extract_prompt(records), ""
         for _ in range(self.max_attempts):
-            found, messages, error = self._read(self._call(self.llm, messages).text, records, messages)
+            found, messages, error = self._read((yield messages), records, messages)
             if found is not None:
                 return found
         return self._give_up(error)
 
+    def extract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
+        return self.run_program(self._extract(records))
+
     async def aextract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:
-        if not records:
-            return []
-        messages, error = extract_prompt(records), ""
-        for _ in range(self.max_attempts):
-            found, messages, error = self._read((await self._acall(self.llm, messages)).text, records, messages)
-            if found is not None:
-                return found
-        return self._give_up(error)
+        return await self.arun_program(self._extract(records))
 
     def _read(self, answer: str, records: list[MemoryRecord], messages: list[dict[str, str]]
               ) -> tuple[list[ExtractedMemory] | None, list[dict[str, str]], str]:

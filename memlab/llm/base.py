@@ -17,7 +17,7 @@ import asyncio
 import threading
 from abc import abstractmethod
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Generator
 
 from ..base import Component, MemlabError
 
@@ -166,8 +166,36 @@ class LLM(Component):
             self.__dict__["_usage_pair"] = (threading.Lock(), snapshot)
 
 
+#: An LLM step's logic, written once for both drivers: a generator that yields each request
+#: (the messages, or ``(messages, params)``), receives the answer's text, and returns the
+#: step's result. ``UsesLLM.run_program`` drives it with blocking calls, ``arun_program``
+#: with awaited ones, so the sync and async paths cannot drift apart.
+LLMProgram = Generator[Any, str, Any]
+
+
 class UsesLLM(Component):
-    """Mixin for steps that call an LLM: a per-step ``usage`` tally and a ``_call`` helper."""
+    """Mixin for steps that call ``self.llm``: a per-step ``usage`` tally and the two drivers
+    of an ``LLMProgram``."""
+
+    def run_program(self, program: LLMProgram) -> Any:
+        """The program's result, each request answered by ``self.llm.complete``."""
+        try:
+            request = next(program)
+            while True:
+                messages, params = _request(request)
+                request = program.send(self._call(self.llm, messages, **params).text)
+        except StopIteration as done:
+            return done.value
+
+    async def arun_program(self, program: LLMProgram) -> Any:
+        """The program's result, each request answered by ``await self.llm.acomplete``."""
+        try:
+            request = next(program)
+            while True:
+                messages, params = _request(request)
+                request = program.send((await self._acall(self.llm, messages, **params)).text)
+        except StopIteration as done:
+            return done.value
 
     def _step_usage(self) -> LLMUsage:
         usage = self.__dict__.get("_step_usage_tally")
@@ -196,3 +224,9 @@ class UsesLLM(Component):
         completion = await llm.acomplete(messages, **params)
         self._step_usage().record(completion)
         return completion
+
+
+def _request(request: Any) -> tuple[list[Message], dict[str, Any]]:
+    if isinstance(request, tuple):
+        return request[0], dict(request[1])
+    return request, {}

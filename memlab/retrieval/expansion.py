@@ -35,6 +35,11 @@ class QueryExpander(Component):
                now: float | None = None) -> list[str]:
         """Queries to search, the original ``query`` first."""
 
+    async def aexpand(self, query: str, retriever: Retriever, *, where: Where | None = None,
+                      now: float | None = None) -> list[str]:
+        """``expand`` for async callers; expanders that do I/O (an LLM) override it."""
+        return self.expand(query, retriever, where=where, now=now)
+
 
 class PseudoRelevanceFeedback(QueryExpander):
     """RM3-style pseudo-relevance feedback, no LLM.

@@ -4,7 +4,7 @@ expansion (LangChain's MultiQueryRetriever) and HyDE (a hypothetical answer pass
 from __future__ import annotations
 
 from ..base import Param
-from ..llm.base import LLM, UsesLLM
+from ..llm.base import LLM, LLMProgram, UsesLLM
 from ..llm.prompts import expand_prompt, hyde_prompt, parse_lines, rewrite_prompt
 from ..records import MemoryRecord
 from .base import Retriever
@@ -33,11 +33,14 @@ class LLMQueryRewriter(UsesLLM):
         lines = parse_lines(text, 1)
         return lines[0] if lines else question
 
+    def _rewrite(self, question: str, history: list[MemoryRecord]) -> LLMProgram:
+        return self._clean((yield self._prompt(question, history)), question)
+
     def rewrite(self, question: str, history: list[MemoryRecord]) -> str:
-        return self._clean(self._call(self.llm, self._prompt(question, history)).text, question)
+        return self.run_program(self._rewrite(question, history))
 
     async def arewrite(self, question: str, history: list[MemoryRecord]) -> str:
-        return self._clean((await self._acall(self.llm, self._prompt(question, history))).text, question)
+        return await self.arun_program(self._rewrite(question, history))
 
 
 class MultiQueryExpander(UsesLLM, QueryExpander):
@@ -56,13 +59,16 @@ class MultiQueryExpander(UsesLLM, QueryExpander):
     def _queries(self, query: str, text: str) -> list[str]:
         return [query] + [q for q in parse_lines(text, self.n + 1) if q != query][:self.n]
 
+    def _expand(self, query: str) -> LLMProgram:
+        return self._queries(query, (yield expand_prompt(query, self.n)))
+
     def expand(self, query: str, retriever: Retriever | None = None, *, where: Where | None = None,
                now: float | None = None) -> list[str]:
-        return self._queries(query, self._call(self.llm, expand_prompt(query, self.n)).text)
+        return self.run_program(self._expand(query))
 
     async def aexpand(self, query: str, retriever: Retriever | None = None, *,
                       where: Where | None = None, now: float | None = None) -> list[str]:
-        return self._queries(query, (await self._acall(self.llm, expand_prompt(query, self.n))).text)
+        return await self.arun_program(self._expand(query))
 
 
 class HyDEExpander(UsesLLM, QueryExpander):
@@ -80,10 +86,13 @@ class HyDEExpander(UsesLLM, QueryExpander):
         passage = " ".join(text.split())
         return [query, passage] if passage and passage != query else [query]
 
+    def _expand(self, query: str) -> LLMProgram:
+        return self._queries(query, (yield hyde_prompt(query)))
+
     def expand(self, query: str, retriever: Retriever | None = None, *, where: Where | None = None,
                now: float | None = None) -> list[str]:
-        return self._queries(query, self._call(self.llm, hyde_prompt(query)).text)
+        return self.run_program(self._expand(query))
 
     async def aexpand(self, query: str, retriever: Retriever | None = None, *,
                       where: Where | None = None, now: float | None = None) -> list[str]:
-        return self._queries(query, (await self._acall(self.llm, hyde_prompt(query))).text)
+        return await self.arun_program(self._expand(query))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..base import Param
-from ..llm.base import LLM, UsesLLM
+from ..llm.base import LLM, LLMProgram, UsesLLM
 from ..llm.prompts import filter_prompt, is_selection_json, parse_selection
 from ..records import Hit
 from .selection import Selector, rerank
@@ -31,14 +31,13 @@ class LLMRelevanceFilter(UsesLLM, Selector):
         chosen = sorted(parse_selection(text, len(hits))[:k])
         return rerank([hits[i] for i in chosen], None, self.name)
 
-    def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
+    def _select(self, query: str, hits: list[Hit], k: int) -> LLMProgram:
         if not hits or k <= 0:
             return []
-        prompt = filter_prompt(query, [h.record.content for h in hits], k)
-        return self._choose(hits, k, self._call(self.llm, prompt).text)
+        return self._choose(hits, k, (yield filter_prompt(query, [h.record.content for h in hits], k)))
+
+    def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
+        return self.run_program(self._select(query, hits, k))
 
     async def aselect(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
-        if not hits or k <= 0:
-            return []
-        prompt = filter_prompt(query, [h.record.content for h in hits], k)
-        return self._choose(hits, k, (await self._acall(self.llm, prompt)).text)
+        return await self.arun_program(self._select(query, hits, k))

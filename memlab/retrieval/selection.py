@@ -29,6 +29,10 @@ class Selector(Component):
     @abstractmethod
     def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]: ...
 
+    async def aselect(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
+        """``select`` for async callers; selectors that do I/O (an LLM) override it."""
+        return self.select(query, hits, k)
+
 
 def rerank(hits: Sequence[Hit], scores: Sequence[float] | None, name: str) -> list[Hit]:
     """Copies of ``hits`` in the given order, ranks 1..n, ``components[name]`` added.

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...base import Component, ConfigError, Param
 from ...extraction import Extractor
-from ...llm.base import LLM, LLMUsage, UsesLLM, sum_usage
+from ...llm.base import LLM, LLMProgram, LLMUsage, UsesLLM, sum_usage
 from ...llm.counting import resolve_counter
 from ...records import Hit, MemoryRecord, Role
 from ...retrieval.expansion import QueryExpander
@@ -180,15 +180,9 @@ class Retrieve(Step):
         history = layers.short_term.turns
         state.query = (await self.query_rewriter.arewrite(state.question, history)
                        if self.query_rewriter is not None else state.question)
-        aexpand = getattr(self.expander, "aexpand", None)
-        if self.expander is None:
-            state.queries = [state.query]
-        elif callable(aexpand):
-            state.queries = await aexpand(state.query, LongTermRetriever(layers.long_term),
-                                          where=state.where, now=state.now)
-        else:
-            state.queries = self.expander.expand(state.query, LongTermRetriever(layers.long_term),
-                                                 where=state.where, now=state.now)
+        state.queries = (await self.expander.aexpand(state.query, LongTermRetriever(layers.long_term),
+                                                     where=state.where, now=state.now)
+                         if self.expander is not None else [state.query])
         self._search(state, layers)
         return state
 
@@ -249,11 +243,7 @@ class Filter(Step):
         if hits is None:
             return state
         if self.llm_filter is not None and hits:
-            aselect = getattr(self.llm_filter, "aselect", None)
-            if callable(aselect):
-                hits = await aselect(state.question, hits, self.max_items)
-            else:
-                hits = self.llm_filter.select(state.question, hits, self.max_items)
+            hits = await self.llm_filter.aselect(state.question, hits, self.max_items)
         return self._post(state, hits)
 
 
@@ -356,15 +346,16 @@ class Answer(UsesLLM, Step):
     def _params(self) -> dict[str, Any]:
         return {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
 
-    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
-        state.answer = self._call(self.llm, state.messages, **self._params()).text
+    def _answer(self, state: WorkingState) -> LLMProgram:
+        state.answer = yield state.messages, self._params()
         state.trace.append("answer")
         return state
 
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        return self.run_program(self._answer(state))
+
     async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
-        state.answer = (await self._acall(self.llm, state.messages, **self._params())).text
-        state.trace.append("answer")
-        return state
+        return await self.arun_program(self._answer(state))
 
 
 class Update(Step):

@@ -73,6 +73,15 @@ class TokenCounter(Component):
 
     def count_message(self, message: Mapping[str, Any]) -> int:
         """Tokens of one chat message, framing included (no reply priming)."""
+        if len(message) == 2:
+            # the common {"role", "content"} message of text, counted without the general walk
+            # (a context is counted message by message at every probe of a replay)
+            role, content = message.get("role"), message.get("content")
+            if type(role) is str and type(content) is str:
+                cached = self.__dict__.get("_count_cached")
+                if cached is None:
+                    return TOKENS_PER_MESSAGE + self.count(role) + self.count(content)
+                return TOKENS_PER_MESSAGE + cached(role) + cached(content)
         total = TOKENS_PER_MESSAGE
         for key in _COUNTED_FIELDS:
             value = message.get(key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from typing import Any, Mapping, Sequence
 
@@ -135,24 +136,28 @@ class NumpyVectorStore(VectorStore):
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != self._vectors.shape[1]:
             raise MemlabError(f"query vector must have dimension {self._vectors.shape[1]}, got {q.shape[0]}")
-        norm = float(np.linalg.norm(q))
+        norm = math.sqrt(float(q @ q))  # np.linalg.norm's checks cost more than the dot at small n
         if norm == 0:
             return []
         scores = self._vectors @ (q / norm)
         if where:
             allowed = np.array([matches(m, where) for m in self._metadatas])
             candidates = np.flatnonzero(allowed)
-        else:
-            candidates = np.arange(len(self._ids))
-        if candidates.size == 0:
-            return []
-        cand_scores = scores[candidates]
-        if candidates.size > k:
+            if candidates.size == 0:
+                return []
+            cand_scores = scores[candidates]
+        else:  # every row is a candidate: no index array, no copy of the scores
+            candidates, cand_scores = None, scores
+        size = cand_scores.size
+        if size > k:
             # keep every candidate scoring at least the k-th best (ties included), then the
             # stable sort below orders only those: O(n + k log k) instead of O(n log n)
-            kth = np.partition(cand_scores, candidates.size - k)[candidates.size - k]
-            top = cand_scores >= kth
-            candidates, cand_scores = candidates[top], cand_scores[top]
+            kth = np.partition(cand_scores, size - k)[size - k]
+            top = np.flatnonzero(cand_scores >= kth)
+            candidates = top if candidates is None else candidates[top]
+            cand_scores = cand_scores[top]
+        elif candidates is None:
+            candidates = np.arange(size)
         # stable sort on -score keeps insertion order among ties
         order = candidates[np.argsort(-cand_scores, kind="stable")][:k]
         return [(self._ids[n], float(scores[n])) for n in order]

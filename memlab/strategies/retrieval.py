@@ -124,10 +124,19 @@ class RetrievalStrategy(Strategy):
         self._memoisable = not any(
             getattr(c, "stochastic", False) is True or (isinstance(c, DecayRetriever) and c.reinforce != "none")
             for c in [self.decay, *inner])
+        # An exact retriever ranks the same way for any k (ties by insertion order), so with
+        # nothing re-ranking its list the strategy asks for k hits, not ``candidates``, and
+        # serves a shorter request from a longer memoised one.
+        from ..retrieval import VectorRetriever
+        from ..storage.vector import NumpyVectorStore
+
+        self._exact = (chain is base and not self._selectors() and (
+            type(base) is BM25Retriever
+            or (type(base) is VectorRetriever and type(getattr(base, "_store", None)) is NumpyVectorStore)))
         self._history: list[MemoryRecord] = []
         self._last_recall: tuple[str, float | None] | None = None
         self._version = 0  # bumped by every change of what a search sees (observe, reinforce)
-        self._memo: tuple[tuple, list[Hit]] | None = None
+        self._memo: tuple[tuple, int, list[Hit]] | None = None
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
         self._creator = ScoreBasedContextCreator(token_counter=self._counter,
                                                  token_limit=self.token_limit)
@@ -153,7 +162,8 @@ class RetrievalStrategy(Strategy):
             return []
         now = self._now(now)
         # copies: the memoised list is shared by the calls of one probe and stays as searched
-        hits = [_copy_hit(h) for h in self._ranked(query, max(k, self.candidates), where, now)[:k]]
+        n = k if self._exact else max(k, self.candidates)
+        hits = [_copy_hit(h) for h in self._ranked(query, n, where, now)[:k]]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
         if self.reinforce == "returned" and (query, now) != self._last_recall:
@@ -170,14 +180,14 @@ class RetrievalStrategy(Strategy):
         change the memory themselves (a stochastic forgetting model draws at each search; a
         user's ``DecayRetriever(reinforce="returned")`` reinforces) are never memoised.
         """
-        key = (query, n, copy.deepcopy(where), now, self._version)
+        key = (query, copy.deepcopy(where), now, self._version, len(self._chain))
         memo = self._memo
-        if memo is not None and memo[0] == key:
-            return memo[1]
+        if memo is not None and memo[0] == key and (memo[1] == n or (self._exact and memo[1] > n)):
+            return memo[2][:n]
         hits = self._chain.search(query, n, where=where, now=now)
         for selector in self._selectors():
             hits = selector.select(query, hits, n)
-        self._memo = (key, hits) if self._memoisable else None
+        self._memo = (key, n, hits) if self._memoisable else None
         return hits
 
     def store_size(self) -> int:

@@ -62,7 +62,7 @@ def test_where_filters_push_down_or_run_on_rows():
     q = "Ann Bob tea Paris"
 
     def contents(where):
-        return sorted(h.record.content for h in ltm.search(q, 5, where=where, reinforce=False))
+        return sorted(h.record.content for h in ltm.search(q, 5, where=where, reinforce="none"))
 
     assert contents({"user_id": "a"}) == ["Ann likes tea", "Ann lives in Paris"]
     assert contents({"memory_type": "preference"}) == ["Ann likes tea", "Bob likes tea"]
@@ -85,10 +85,10 @@ def test_access_statistics_and_decay_scoring_exact():
     assert hits[1].components["long_term"]["retention"] == pytest.approx(math.exp(-2))
     after = ltm.get(old.id).metadata
     assert (after["access_count"], after["last_accessed"], after["strength"]) == (1, 2 * DAY, 2.0)
-    # a recall never moves last_accessed back; reinforce=False changes nothing
+    # a recall never moves last_accessed back; reinforce="none" changes nothing
     ltm.touch([old.id], now=0)
     assert ltm.get(old.id).metadata["last_accessed"] == 2 * DAY and ltm.get(old.id).metadata["strength"] == 3.0
-    ltm.search("green tea", 2, now=5 * DAY, reinforce=False)
+    ltm.search("green tea", 2, now=5 * DAY, reinforce="none")
     assert ltm.get(old.id).metadata["access_count"] == 2
     assert ltm.retention(old.id, now=5 * DAY) == pytest.approx(math.exp(-3 / 3))
 
@@ -104,9 +104,9 @@ def test_conflicts_mark_older_outdated_without_deleting():
     assert tea.metadata["supersedes"] == [coffee.id]
     assert ltm.get(paris.id).metadata["status"] == "active" and same_time.metadata["supersedes"] == []
     assert len(ltm) == 4 and ltm.count("outdated") == 1 and len(ltm.store.ids()) == 4
-    ids = [h.id for h in ltm.search("Ann coffee tea", 5, reinforce=False)]
+    ids = [h.id for h in ltm.search("Ann coffee tea", 5, reinforce="none")]
     assert coffee.id not in ids and tea.id in ids
-    assert coffee.id in [h.id for h in ltm.search("Ann coffee tea", 5, include_outdated=True, reinforce=False)]
+    assert coffee.id in [h.id for h in ltm.search("Ann coffee tea", 5, include_outdated=True, reinforce="none")]
     # other users are never superseded
     other = ltm.add("Bo loves coffee", "preference", user_id="bo", subject="beverage_preference", timestamp=3)
     assert ltm.get(tea.id).metadata["status"] == "active" and other.metadata["supersedes"] == []
@@ -162,12 +162,12 @@ def test_reopen_file_with_memory_store_reembeds_and_repairs(tmp_path):
     path = str(tmp_path / "ltm.sqlite")
     ltm = LongTermMemory(path=path)
     ids = [ltm.add(t, timestamp=i).id for i, t in enumerate(["Ann lives in Paris", "Ann loves tea"])]
-    before = [(h.id, h.score) for h in ltm.search("Ann tea", 2, reinforce=False)]
+    before = [(h.id, h.score) for h in ltm.search("Ann tea", 2, reinforce="none")]
     assert not ltm.last_repair
     ltm.close()
     again = LongTermMemory(path=path)  # a fresh NumpyVectorStore: every row lacks its vector
     assert again.last_repair.reembedded == ids and again.last_repair.deleted_vectors == []
-    assert [(h.id, h.score) for h in again.search("Ann tea", 2, reinforce=False)] == before
+    assert [(h.id, h.score) for h in again.search("Ann tea", 2, reinforce="none")] == before
     again.store.add(["ghost"], HashingEmbedder().embed(["boo"]))
     report = again.check_and_repair()
     assert report.deleted_vectors == ["ghost"] and "1 vector(s) without a row deleted" in str(report)
@@ -186,13 +186,13 @@ def test_persistent_chroma_store_reopens_consistent(tmp_path):
     a = ltm.add("Ann lives in Paris", user_id="ann", subject="location", timestamp=0, source_ids=["D1:1"])
     ltm.add("Bob lives in Rome", user_id="bob", subject="location", timestamp=1)
     ltm.add("Ann lives in Lyon", user_id="ann", subject="location", timestamp=2)
-    before = [(h.id, round(h.score, 6)) for h in ltm.search("where does Ann live", 3, reinforce=False)]
-    filtered = [h.record.content for h in ltm.search("lives", 3, where={"user_id": "ann"}, reinforce=False)]
+    before = [(h.id, round(h.score, 6)) for h in ltm.search("where does Ann live", 3, reinforce="none")]
+    filtered = [h.record.content for h in ltm.search("lives", 3, where={"user_id": "ann"}, reinforce="none")]
     assert filtered == ["Ann lives in Lyon"]  # Paris is outdated
     ltm.close()
     reopened = LongTermMemory(path=path, vector_store=ChromaVectorStore(path=chroma_dir, collection="ltm"))
     assert not reopened.last_repair
-    assert [(h.id, round(h.score, 6)) for h in reopened.search("where does Ann live", 3, reinforce=False)] == before
+    assert [(h.id, round(h.score, 6)) for h in reopened.search("where does Ann live", 3, reinforce="none")] == before
     assert reopened.get(a.id).metadata["status"] == "outdated"
     reopened.close()
     with sqlite3.connect(path) as raw:  # a row lost behind memlab's back
@@ -211,7 +211,7 @@ def test_clock_pickle_clear_and_delete():
     ltm.search("Paris", 1)
     assert ltm.get(m.id).metadata["last_accessed"] == 600.0
     copy = pickle.loads(pickle.dumps(ltm))
-    assert [h.id for h in copy.search("Paris", 1, reinforce=False)] == [m.id]
+    assert [h.id for h in copy.search("Paris", 1, reinforce="none")] == [m.id]
     copy.add("Ann likes tea")
     assert len(copy) == 2 and len(ltm) == 1  # the copy has its own table
     assert ltm.delete([m.id, "nope"]) == [m.id] and len(ltm) == 0 and ltm.store.ids() == []
@@ -219,3 +219,14 @@ def test_clock_pickle_clear_and_delete():
     ltm.clear()
     assert len(ltm) == 0 and ltm.store.ids() == []
     assert ltm.add("a b", timestamp=0).id == LongTermMemory().add("a b", timestamp=0).id  # ids restart
+
+
+def test_reinforce_is_one_of_the_shared_modes():
+    ltm = LongTermMemory()
+    ltm.add("User lives in Paris", timestamp=1.0)
+    with pytest.raises(ConfigError, match=r"parameter 'reinforce': expected one of 'returned', 'none', got False"):
+        ltm.search("Paris", 1, reinforce=False)
+    ltm.search("Paris", 1, now=2.0, reinforce="none")
+    assert ltm.get(ltm.records()[0].id).metadata["access_count"] == 0
+    ltm.search("Paris", 1, now=2.0)
+    assert ltm.get(ltm.records()[0].id).metadata["access_count"] == 1

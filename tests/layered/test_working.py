@@ -108,14 +108,14 @@ def test_filter_steps(server, chat_llm):
     skipped = Filter(llm_filter=LLMRelevanceFilter(chat_llm)).run(WorkingState("q"), lay)
     assert skipped.selected == [] and skipped.trace == ["filter: skipped (nothing retrieved)"] and not server.requests
     server.chat.push('{"relevant": [3, 1]}')
-    state = Filter(llm_filter=LLMRelevanceFilter(chat_llm), max_items=5).run(
+    state = Filter(llm_filter=LLMRelevanceFilter(chat_llm), k=5).run(
         WorkingState("q", retrieved=list(retrieved)), lay)
     # kept in the retriever's order, ranks renumbered
     assert [h.id for h in state.selected] == [retrieved[0].id, retrieved[2].id]
     assert [h.rank for h in state.selected] == [1, 2] and state.trace == ["filter: kept 2 of 3"]
     assert "## Memories\n[1] " in server.requests[0]["body"]["messages"][1]["content"]
     cut = retrieved[1].score
-    state = Filter(min_score=cut, max_items=1).run(WorkingState("q", retrieved=list(retrieved)), lay)
+    state = Filter(min_score=cut, k=1).run(WorkingState("q", retrieved=list(retrieved)), lay)
     assert [h.id for h in state.selected] == [retrieved[0].id]
     diverse = Filter(mmr=MMRSelector(lambda_=0.5)).run(WorkingState("Ann", retrieved=list(retrieved)), lay)
     assert len(diverse.selected) == 3 and "mmr" in diverse.selected[0].components
@@ -206,8 +206,8 @@ def test_step_parameters_are_validated_on_set_params():
         LLMQueryRewriter(llm, history_turns=-1)
     with pytest.raises(ConfigError, match=r"^Update parameter 'extract_every': expected an int >= 1, got 0$"):
         Update(extract_every=0)
-    with pytest.raises(ConfigError, match=r"^Filter parameter 'max_items': expected an int >= 0, got -1$"):
-        Filter(max_items=-1)
+    with pytest.raises(ConfigError, match=r"^Filter parameter 'k': expected an int >= 0, got -1$"):
+        Filter(k=-1)
     with pytest.raises(ConfigError, match=r"^Retrieve parameter 'k': expected an int >= 1, got 0$"):
         Retrieve(k=0)
 

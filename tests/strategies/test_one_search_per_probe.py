@@ -14,11 +14,11 @@ DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 
 
 class NoMemo(RetrievalStrategy):
-    """The strategy as it was: every call searches afresh."""
+    """The strategy as it was: every call searches afresh, for ``max(k, candidates)`` hits."""
 
     def _build(self):
         super()._build()
-        self._memoisable = False
+        self._memoisable = self._exact = False
 
 
 class CountingBM25(BM25Retriever):
@@ -44,6 +44,7 @@ def dialogues():
     ("hybrid_decay", {}), ("hybrid_decay", {"reinforce": "returned"}), ("hybrid_decay", {"reinforce": "none"}),
     ("hybrid_decay", {"decay__forget_threshold": 0.3, "decay__stochastic": True}),
     ("bm25", {"retriever": BM25Retriever(), "decay": None, "history_window": 0, "context_k": 10}),
+    ("bm25", {"context_k": 60, "candidates": 3}), ("vector", {"context_k": 12}),
 ])
 def test_memoised_search_gives_the_same_rows(dialogues, name, params):
     fast = strategies.get(name)

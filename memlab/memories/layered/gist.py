@@ -97,7 +97,7 @@ fact (names, numbers, places, dates). Answer with one line per memory, numbered 
 class GistFilter(Filter):
     """``Filter`` that shows each kept memory as its gist and keeps memories within a budget.
 
-    After ``Filter``'s selection (``min_score``, ``mmr``, ``llm_filter``, ``max_items``),
+    After ``Filter``'s selection (``min_score``, ``mmr``, ``llm_filter``, ``k``),
     every kept memory's content is replaced by ``gist`` (default ``FirstSentenceGist()``);
     the full text stays in ``record.metadata["full_content"]``. With ``token_budget`` B,
     memories are kept in rank order while the running sum of ``token_counter.count(gist)``
@@ -106,11 +106,11 @@ class GistFilter(Filter):
     """
 
     def __init__(self, gist: Any = None, token_budget: int | None = None, token_counter: Any = None,
-                 llm_filter: Any = None, min_score: float | None = None, mmr: Any = None, max_items: int = 5):
+                 llm_filter: Any = None, min_score: float | None = None, mmr: Any = None, k: int = 5):
         self.gist = gist
         self.token_budget = token_budget
         self.token_counter = token_counter
-        super().__init__(llm_filter=llm_filter, min_score=min_score, mmr=mmr, max_items=max_items)
+        super().__init__(llm_filter=llm_filter, min_score=min_score, mmr=mmr, k=k)
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
@@ -127,7 +127,7 @@ class GistFilter(Filter):
         return [self.llm_filter, self._gist]
 
     def _post(self, state: WorkingState, hits: list[Hit]) -> WorkingState:
-        kept = hits[:self.max_items]
+        kept = hits[:self.k]
         texts = self._gist.gists([h.record.content for h in kept])
         out: list[Hit] = []
         used = 0

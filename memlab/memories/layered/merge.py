@@ -63,7 +63,7 @@ class Merger(Component):
         for m in pool:
             if m.id in taken:
                 continue
-            hits = long_term.search(m.content, self.candidates, where={"user_id": user_id}, reinforce=False)
+            hits = long_term.search(m.content, self.candidates, where={"user_id": user_id}, reinforce="none")
             close = [h.record for h in hits if h.id != m.id and h.id in allowed and h.id not in taken
                      and h.components["vector"]["score"] >= self.threshold]
             group = [m] + close[:self.max_group - 1]

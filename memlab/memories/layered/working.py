@@ -141,7 +141,7 @@ class Retrieve(Step):
                               f"got {state.queries[:1]!r}")
         k = state.k if state.k is not None else self.k
         depth = max(k, self.candidates)
-        lists = [layers.long_term.search(q, depth, where=state.where, now=state.now, reinforce=False)
+        lists = [layers.long_term.search(q, depth, where=state.where, now=state.now, reinforce="none")
                  for q in state.queries]
         if len(lists) == 1:
             state.retrieved = lists[0][:k]
@@ -188,11 +188,11 @@ class Retrieve(Step):
 
 
 class Filter(Step):
-    """Keep the retrieved memories worth loading, at most ``max_items``.
+    """Keep the retrieved memories worth loading, at most ``k``.
 
     In order: ``min_score`` drops hits scoring below it (``ScoreThreshold``), ``mmr`` (an
     ``MMRSelector``) diversifies, ``llm_filter`` (``LLMRelevanceFilter``) keeps what the
-    model calls relevant; then the first ``max_items`` remain. Skipped when nothing was
+    model calls relevant; then the first ``k`` remain. Skipped when nothing was
     retrieved (no LLM call).
     """
 
@@ -200,15 +200,15 @@ class Filter(Step):
         "llm_filter": Param(Selector, none=True),
         "min_score": Param(float, none=True),
         "mmr": Param(Selector, none=True),
-        "max_items": Param(int, ge=0),
+        "k": Param(int, ge=0),
     }
 
     def __init__(self, llm_filter: Selector | None = None, min_score: float | None = None,
-                 mmr: MMRSelector | None = None, max_items: int = 5):
+                 mmr: MMRSelector | None = None, k: int = 5):
         self.llm_filter = llm_filter
         self.min_score = min_score
         self.mmr = mmr
-        self.max_items = max_items
+        self.k = k
 
     def _parts(self) -> list[Any]:
         return [self.llm_filter]
@@ -226,7 +226,7 @@ class Filter(Step):
         return hits
 
     def _post(self, state: WorkingState, hits: list[Hit]) -> WorkingState:
-        state.selected = rerank(hits[:self.max_items], None, "filter")
+        state.selected = rerank(hits[:self.k], None, "filter")
         state.trace.append(f"filter: kept {len(state.selected)} of {len(state.retrieved)}")
         return state
 
@@ -235,7 +235,7 @@ class Filter(Step):
         if hits is None:
             return state
         if self.llm_filter is not None and hits:
-            hits = self.llm_filter.select(state.question, hits, self.max_items)
+            hits = self.llm_filter.select(state.question, hits, self.k)
         return self._post(state, hits)
 
     async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
@@ -243,7 +243,7 @@ class Filter(Step):
         if hits is None:
             return state
         if self.llm_filter is not None and hits:
-            hits = await self.llm_filter.aselect(state.question, hits, self.max_items)
+            hits = await self.llm_filter.aselect(state.question, hits, self.k)
         return self._post(state, hits)
 
 

@@ -44,7 +44,7 @@ class LongTermMemory(Consolidation, DecaySearch, WritePath, Repository, Resource
     - ``search`` scores by cosine similarity ``sim`` (memories with ``sim <= 0`` share
       nothing with the query and are not returned); with ``decay`` the score is
       ``sim * decay.weight(now, last_accessed, strength)`` (Ebbinghaus: ``exp(-t / S)``).
-      Ties go to the older memory. Returned memories are recalled (``reinforce=True``):
+      Ties go to the older memory. Returned memories are recalled (``reinforce="returned"``):
       access_count + 1, last_accessed = now, strength = ``decay.reinforce(strength)``.
     - ``consolidate(ids, content)`` replaces memories by a merged one (originals outdated);
       ``add_abstraction(content, evidence)`` adds an abstract memory supported by active

@@ -41,4 +41,4 @@ class LongTermRetriever(Retriever):
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None,
                now: float | None = None) -> list[Hit]:
-        return self.long_term.search(query, k, where=where, now=now, reinforce=False)
+        return self.long_term.search(query, k, where=where, now=now, reinforce="none")

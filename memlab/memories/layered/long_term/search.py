@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ....base import MemlabError
+from ....base import ConfigError, MemlabError
 from ....records import Hit
+from ....retrieval.decay_retriever import REINFORCE_MODES
 from ....filters import Where, matches
 from .repository import VECTOR_KEYS, _where_keys
 
@@ -15,16 +16,21 @@ class DecaySearch:
     """``search``, ``touch``, ``retention``, ``collect_garbage``. Mixed into ``LongTermMemory``."""
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None, now: float | None = None,
-               include_outdated: bool = False, reinforce: bool = True) -> list[Hit]:
+               include_outdated: bool = False, reinforce: str = "returned") -> list[Hit]:
         """At most ``k`` memories for ``query``, best first (see the class docstring).
 
         ``where`` filters on ``FILTER_KEYS`` (e.g. ``{"user_id": "u1", "memory_type":
         "preference", "timestamp": {"$gte": t0}}``); outdated memories are left out
         unless ``include_outdated``. ``hit.components`` holds ``vector`` (similarity and
         its rank among the candidates) and ``long_term`` (final score, rank, retention).
+        ``reinforce``: ``"returned"`` recalls the memories returned, ``"none"`` changes
+        nothing (the vocabulary of ``DecayRetriever`` and ``RetrievalStrategy``).
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise MemlabError(f"k must be a non-negative int, got {k!r}")
+        if reinforce not in REINFORCE_MODES or not isinstance(reinforce, str):
+            raise ConfigError(f"LongTermMemory.search parameter 'reinforce': expected one of "
+                              f"{', '.join(map(repr, REINFORCE_MODES))}, got {reinforce!r}")
         self._check_where(where)
         if k == 0 or not query.strip():
             return []
@@ -58,7 +64,7 @@ class DecaySearch:
                                     "vector": {"score": float(sim), "rank": vrank},
                                     "long_term": {"score": float(score), "rank": rank,
                                                   "retention": float(retention)}}))
-            if reinforce and hits:
+            if reinforce == "returned" and hits:
                 self.touch([h.id for h in hits], t)
             return hits
 

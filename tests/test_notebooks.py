@@ -48,7 +48,8 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
                                         "layered_lifecycle": ("layered_lifecycle", {})},
                            "variants": {"no lifecycle": {"consolidate_every": None, "summarize_every": None},
                                         "full lifecycle": {}}},
-    "04_decay.ipynb": {"time_units": [3600.0, 86400.0], "strength_growths": [0.0, 2.0],
+    "04_decay.ipynb": {"time_units": [86400.0], "strength_growths": [0.0, 1.0], "decay_weights": [0.0, 0.2],
+                       "multiplicative_time_units": [86400.0, 3.15e9],
                        "forget_thresholds": [0.0, 0.1]},
 }
 

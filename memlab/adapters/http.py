@@ -23,7 +23,9 @@ are formatted as text. ``user_id`` is a fresh namespace per replayed dialogue
 
 The service decides what a memory is: one that extracts facts (mem0 with ``infer``) still
 has to return, in each result, the id of the turn it came from (``id_path``); results
-without a known turn id are skipped. With ``base_url=None`` the adapter talks to memlab's
+without a known turn id are skipped. Removing a turn (``remove``) only hides it: the
+add/search shape has no delete by turn, so the service keeps its text and the adapter skips
+results that name it. With ``base_url=None`` the adapter talks to memlab's
 own loopback service (``memlab.adapters.service.MemoryService``, BM25 per user), which is
 what the tests and ``memlab eval --strategy http_memory`` use with no server of yours.
 
@@ -182,8 +184,9 @@ class HTTPMemoryRetriever(PeerRetriever):
         return pairs[:n]
 
     def _drop(self, ids: list[str]) -> None:
-        raise MemlabError("http_memory cannot remove single turns (the add/search shape has no delete "
-                          "by turn); reset the strategy instead")
+        # the add/search shape has no delete by turn: the service keeps the text, and the
+        # results naming a removed turn are skipped (the base class only returns kept ids)
+        return None
 
     def _close(self) -> None:
         if self.reset_path is not None and self._user is not None and self._sent:

@@ -12,7 +12,7 @@ from memlab import ConfigError, MemlabError, strategies
 from memlab.adapters.http import HTTPMemoryRetriever, dig, fill
 from memlab.adapters.service import MemoryService
 from memlab.records import MemoryRecord, Role
-from memlab.testing import check_records, check_strategy
+from memlab.testing import check_records, check_retriever, check_strategy
 
 
 @pytest.fixture()
@@ -30,6 +30,7 @@ def _fed(strategy):
 def test_passes_the_check_suite_against_a_served_memory(service: MemoryService) -> None:
     assert check_strategy(strategies.get("http_memory", base_url=service.base_url))[-1] == "context"
     assert check_strategy(strategies.get("http_memory"))[-1] == "context"  # memlab's own service
+    assert check_retriever(HTTPMemoryRetriever(base_url=service.base_url))[-1] == "params_unchanged_by_use"
 
 
 def test_requests_have_mem0s_shape_and_results_map_to_turns(service: MemoryService) -> None:

@@ -12,15 +12,16 @@ pytest.importorskip("langchain_community", reason="the langchain extra is not in
 from memlab import ConfigError, strategies  # noqa: E402
 from memlab.adapters.langchain import LangChainEnsembleRetriever  # noqa: E402
 from memlab.records import MemoryRecord, Role  # noqa: E402
-from memlab.testing import KeywordEmbedder, check_records, check_strategy  # noqa: E402
+from memlab.testing import KeywordEmbedder, check_records, check_retriever, check_strategy  # noqa: E402
 
 
 def _records(texts: list[str]) -> list[MemoryRecord]:
     return [MemoryRecord(Role.USER, t, id=f"t{i}", timestamp=100.0 + i) for i, t in enumerate(texts)]
 
 
-def test_passes_the_check_suite() -> None:
+def test_passes_the_check_suites() -> None:
     assert check_strategy(strategies.get("langchain_ensemble"))[-1] == "context"
+    assert check_retriever(LangChainEnsembleRetriever())[-1] == "params_unchanged_by_use"
 
 
 def test_scores_are_langchains_weighted_rrf_computed_by_hand() -> None:

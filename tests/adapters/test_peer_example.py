@@ -14,7 +14,7 @@ from memlab import ConfigError, strategies
 from memlab.cli import main
 from memlab.eval.replay import load_any
 from memlab.eval.sweep import import_user_module
-from memlab.testing import check_records, check_strategy
+from memlab.testing import check_records, check_retriever, check_strategy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,6 +26,7 @@ def example() -> ModuleType:
 
 def test_passes_the_check_suite(example: ModuleType) -> None:
     assert check_strategy(strategies.get("rank_bm25"))[-1] == "context"
+    assert check_retriever(example.RankBM25Retriever())[-1] == "params_unchanged_by_use"
 
 
 def test_scores_are_bm25okapis(example: ModuleType) -> None:

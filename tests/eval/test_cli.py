@@ -94,7 +94,7 @@ def test_strategies_lists_the_builtins():
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is not beside the repository")
 def test_locomo_bm25_matches_the_reference_measurement():
-    """REFERENCE.md section 5: BM25 (lower-cased \\w+ tokens), LoCoMo protocol, recall@5 45.8."""
+    """The reference BM25 measurement (lower-cased \\w+ tokens), LoCoMo protocol: recall@5 45.8."""
     proc = run_cli("eval", str(LOCOMO), "--format", "locomo", "--strategy", "bm25", "--k", "5", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)

@@ -197,3 +197,8 @@ def test_pareto_of_recall_against_tokens_at_budgets():
     assert lines["bm25"].get_ydata().tolist() == [0.4, 0.6]
     assert lines["Pareto front"].get_ydata().tolist() == [0.4, 0.6]
     assert "tokens" in ax.get_xlabel()
+
+
+def test_column_typos_get_did_you_mean(df):
+    with pytest.raises(MemlabError, match="no column 'recal@5'; did you mean 'recall@5'\\?"):
+        plot_by_category(df, "recal@5")

@@ -44,7 +44,8 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
     "03_hybrid_vs_vector.ipynb": {"context_ks": [2, 5], "locomo_context_ks": [5], "ks": [1, 5, 10],
                                   "dialogues": None},
     "06_peers.ipynb": {"max_probes": 40, "ks": [1, 5, 10]},
-    "04_decay.ipynb": {"time_units": [3600.0, 86400.0], "strength_growths": [0.0, 2.0],
+    "04_decay.ipynb": {"time_units": [86400.0], "strength_growths": [0.0, 1.0], "decay_weights": [0.0, 0.2],
+                       "multiplicative_time_units": [86400.0, 3.15e9],
                        "forget_thresholds": [0.0, 0.1]},
 }
 

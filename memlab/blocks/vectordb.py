@@ -100,7 +100,7 @@ class VectorDBBlock(MemoryBlock):
         check_count(limit, "limit")
         if limit == 0 or not keyword.strip():
             return []
-        pairs = self._store.query(self._embedder.embed_one(keyword), limit, where)
+        pairs = self._store.query(self._embedder.embed_queries([keyword])[0], limit, where)
         if not pairs:
             return []
         entries = {e["id"]: e for e in self._store.get([i for i, _ in pairs])}

@@ -1,4 +1,4 @@
-"""Retrieval metrics per probe, and their aggregation (REFERENCE section 4).
+"""Retrieval metrics per probe, and their aggregation.
 
 Items and gold
 --------------

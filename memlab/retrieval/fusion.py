@@ -92,19 +92,39 @@ def normalize_scores(scores: Sequence[float], normalization: str = "minmax") -> 
     return [(v - mean) / std for v in values]
 
 
-def weighted_sum(ranked_lists: Sequence[Ranked], weights: Sequence[float] | None = None,
-                 normalization: str = "minmax") -> list[tuple[str, float]]:
-    """Convex fusion: score(d) = sum_i w_i * norm_i(s_i(d)); a list without d adds 0.
+MISSING = ("zero", "min")
 
-    ``norm_i`` is ``normalize_scores`` over list i (see there for constant lists).
+
+def weighted_sum(ranked_lists: Sequence[Ranked], weights: Sequence[float] | None = None,
+                 normalization: str = "minmax", missing: str = "zero") -> list[tuple[str, float]]:
+    """Convex fusion: score(d) = sum_i w_i * norm_i(s_i(d)), over every d in any list.
+
+    ``norm_i`` is ``normalize_scores`` over list i (see there for constant lists). A list
+    without d adds ``w_i * m_i``: m_i = 0 with ``missing="zero"``; with ``missing="min"``,
+    m_i = the lowest normalised score of list i (d ranked below its cut-off is taken to be
+    no better than its last item; for z-scores, 0 would rank an unseen d as average). An
+    empty list adds 0.
     """
+    if missing not in MISSING:
+        raise ConfigError(f"missing must be one of {', '.join(MISSING)}, got {missing!r}")
     w = check_weights(weights, len(ranked_lists))
-    totals: dict[str, float] = {}
-    for wi, ranked in zip(w, ranked_lists):
+    per_list = []
+    for ranked in ranked_lists:
         items = _first_occurrences(ranked)
-        normed = normalize_scores([s for _, s in items], normalization)
-        for (i, _), s in zip(items, normed):
-            totals[i] = totals.get(i, 0.0) + wi * s
+        per_list.append((items, normalize_scores([s for _, s in items], normalization)))
+    totals: dict[str, float] = {}
+    for items, _ in per_list:  # first-appearance order, for ties
+        for i, _ in items:
+            totals.setdefault(i, 0.0)
+    for wi, (items, normed) in zip(w, per_list):
+        floor = min(normed) if (missing == "min" and normed) else 0.0
+        seen = {i for i, _ in items}
+        for (i, _), v in zip(items, normed):
+            totals[i] += wi * v
+        if floor:
+            for i in totals:
+                if i not in seen:
+                    totals[i] += wi * floor
     return _sorted(totals)
 
 
@@ -137,21 +157,25 @@ class RRF(Fusion):
 class WeightedSum(Fusion):
     """Weighted sum of normalised scores (see ``weighted_sum``)."""
 
-    def __init__(self, weights: list[float] | None = None, normalization: str = "minmax"):
+    def __init__(self, weights: list[float] | None = None, normalization: str = "minmax",
+                 missing: str = "zero"):
         self.weights = weights
         self.normalization = normalization
+        self.missing = missing
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
         if self.normalization not in NORMALIZATIONS:
             raise ConfigError(f"normalization must be one of {', '.join(NORMALIZATIONS)}, "
                               f"got {self.normalization!r}")
+        if self.missing not in MISSING:
+            raise ConfigError(f"missing must be one of {', '.join(MISSING)}, got {self.missing!r}")
         if self.weights is not None:
             check_weights(self.weights, len(self.weights))
 
     def fuse(self, ranked_lists, weights=None):
         return weighted_sum(ranked_lists, weights if weights is not None else self.weights,
-                            self.normalization)
+                            self.normalization, self.missing)
 
 
 __all__ = [

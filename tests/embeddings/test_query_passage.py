@@ -157,3 +157,13 @@ def test_e5_embedder_offline_query_and_passage_modes():
 def test_e5_bad_parameters():
     with pytest.raises(MemlabError, match="variant must be one of original, got 'large'"):
         E5Embedder(variant="large")
+
+
+def test_vectordb_block_embeds_records_as_passages_and_the_keyword_as_query():
+    from memlab.blocks.vectordb import VectorDBBlock
+
+    inner = ModeEmbedder()
+    block = VectorDBBlock(embedding=inner)
+    block.write_records([MemoryRecord("user", "hello", id="a")])
+    block.retrieve("hello", limit=1)
+    assert inner._calls == [("passage", ["hello"]), ("query", ["hello"])]

@@ -52,7 +52,7 @@ def test_eval_text_output_and_saved_rows(tiny_file, tmp_path, capsys):
     (["sweep", "missing.toml"], "missing.toml: no such sweep file"),
     (["eval", "datasets", "--n-jobs", "0"], "--n-jobs must be non-zero"),
     (["eval", "datasets", "--strategy", "window", "--set", "window_size=-1"], "window_size must be non-negative"),
-    (["eval", "datasets", "--set", 'reinforce="often"'], "reinforce must be 'used', 'returned' or 'none'"),
+    (["eval", "datasets", "--set", 'reinforce="often"'], "RetrievalStrategy parameter 'reinforce': expected one of 'used', 'returned', 'none', got 'often'"),
     (["eval", "datasets", "--strategy", "window", "--set", 'keep_rate="high"'], "keep_rate must be a number"),
     (["eval", "datasets", "--strategy", "hybrid_decay", "--set", 'forget_threshold="x"'], "forget_threshold"),
     (["eval", "datasets", "--import", "tests/data/not_python.txt"], "no such file"),
@@ -94,7 +94,7 @@ def test_strategies_lists_the_builtins():
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is not beside the repository")
 def test_locomo_bm25_matches_the_reference_measurement():
-    """REFERENCE.md section 5: BM25 (lower-cased \\w+ tokens), LoCoMo protocol, recall@5 45.8."""
+    """The reference BM25 measurement (lower-cased \\w+ tokens), LoCoMo protocol: recall@5 45.8."""
     proc = run_cli("eval", str(LOCOMO), "--format", "locomo", "--strategy", "bm25", "--k", "5", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)

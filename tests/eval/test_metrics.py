@@ -1,4 +1,4 @@
-"""Retrieval metrics (REFERENCE section 4) against hand-computed values."""
+"""Retrieval metrics against hand-computed values."""
 
 from __future__ import annotations
 

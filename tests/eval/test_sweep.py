@@ -25,7 +25,7 @@ def test_sweep_rows_carry_the_swept_values(tiny):
 
 
 def test_window_keep_rate_changes_nothing_in_the_context(tiny):
-    """REFERENCE section 4: alone, history scores fall with age whatever keep_rate is."""
+    """A window memory alone: history scores fall with age whatever keep_rate is."""
     df = sweep(strategies.get("window", token_limit=40), {"keep_rate": [0.0, 0.5, 1.0]}, tiny)
     contexts = df.groupby("keep_rate")["context_ids"].apply(lambda s: [tuple(x) for x in s])
     assert contexts[0.0] == contexts[0.5] == contexts[1.0]

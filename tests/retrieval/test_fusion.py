@@ -58,6 +58,25 @@ def test_weighted_sum_hand_computed():
     assert [i for i, _ in weighted_sum([A, B], weights=[0.5, 2.0])] == ["y", "x", "z", "w"]
 
 
+def test_zscore_weighted_sum_hand_computed():
+    # A: mean 5, population std sqrt(32/3): x 4/s, y 0, z -4/s; B: mean 0.85, std 0.05: y 1, w -1
+    s = (32 / 3) ** 0.5
+    fused = dict(weighted_sum([A, B], normalization="zscore"))
+    assert fused == pytest.approx({"x": 4 / s, "y": 1.0, "z": -4 / s, "w": -1.0}, abs=1e-12)
+    weighted = dict(weighted_sum([A, B], weights=[2.0, 0.5], normalization="zscore"))
+    assert weighted == pytest.approx({"x": 8 / s, "y": 0.5, "z": -8 / s, "w": -0.5}, abs=1e-12)
+
+
+def test_missing_min_scores_an_unseen_item_as_the_lists_last():
+    s = (32 / 3) ** 0.5
+    fused = weighted_sum([A, B], normalization="zscore", missing="min")
+    # x misses B (adds B's min, -1); z and w each miss a list (A's min is -4/s)
+    assert dict(fused) == pytest.approx({"x": 4 / s - 1, "y": 1.0, "z": -4 / s - 1, "w": -1 - 4 / s}, abs=1e-12)
+    assert [i for i, _ in fused] == ["y", "x", "z", "w"]  # z, w tie: z appeared first
+    # with min-max the lowest normalised score is 0: "min" and "zero" agree
+    assert weighted_sum([A, B], missing="min") == weighted_sum([A, B])
+
+
 def test_weighted_sum_none_normalization_uses_raw_scores():
     fused = dict(weighted_sum([A, B], normalization="none"))
     assert fused["y"] == pytest.approx(5.9)
@@ -77,7 +96,11 @@ def test_component_wrappers():
     assert RRF(k=1, weights=[0.2, 0.8]).fuse([A, B]) == rrf([A, B], [0.2, 0.8], 1)
     assert RRF(weights=[0.2, 0.8]).fuse([A, B], weights=[1, 1]) == rrf([A, B])
     assert WeightedSum(normalization="zscore").fuse([A, B]) == weighted_sum([A, B], None, "zscore")
-    assert WeightedSum().get_params() == {"weights": None, "normalization": "minmax"}
+    assert WeightedSum().get_params() == {"weights": None, "normalization": "minmax", "missing": "zero"}
+    assert WeightedSum(normalization="zscore", missing="min").fuse([A, B]) == weighted_sum(
+        [A, B], None, "zscore", "min")
+    with pytest.raises(ConfigError, match="missing must be one of zero, min, got 'max'"):
+        WeightedSum(missing="max")
     with pytest.raises(ConfigError, match="k must be a non-negative number"):
         RRF(k=-1)
     assert rrf([]) == [] and rrf([[], []]) == []

@@ -38,7 +38,7 @@ class DecaySearch:
             if not len(self):
                 return []
             t = self.resolve_now(now)
-            vector = self._embedder.embed([query])[0]
+            vector = self._embedder.embed_queries([query])[0]  # e5/bge: query mode
             push = where if where and _where_keys(where) <= set(VECTOR_KEYS) else None
             n = max(k, self.CANDIDATES)
             while True:

@@ -278,9 +278,9 @@ def plot_by_category(df: pd.DataFrame, metric: str, hue: str | None = "strategy"
         missing = np.isnan(heights)
         err = np.array([[s[0] - s[1] for s in stats], [s[2] - s[0] for s in stats]])
         err[:, missing] = 0.0
-        # A percentile interval of a clustered bootstrap need not contain the pooled mean
-        # (few dialogues, unequal sizes); matplotlib refuses negative error lengths.
-        err = np.clip(err, 0.0, None)
+        # a bootstrap bound can sit a rounding error beyond the mean (resampled sums add in
+        # another order) or, with unequal clusters, past it; matplotlib refuses negative errors
+        err = np.maximum(err, 0.0)
         xs = np.arange(len(categories)) - 0.4 + width * (g + 0.5)
         bars = ax.bar(xs, np.where(missing, 0.0, heights), width=width, yerr=err, capsize=2,
                       label=name if name is not None else metric, color=f"C{g % 10}", edgecolor=f"C{g % 10}",

@@ -197,3 +197,18 @@ def test_counters_pickle_after_use():
         assert copy.get_params() == counter.get_params()
         assert copy.count("你好，世界") == before
         assert copy.count_messages(TOOL_DIALOGUE) == counter.count_messages(TOOL_DIALOGUE)
+
+
+def test_shipped_encodings_read_exactly_as_tiktoken_reads_them():
+    import base64
+
+    from memlab import tokens as tk
+
+    for name, spec in tk.ENCODINGS.items():
+        data = (tk.data_dir() / spec["file"]).read_bytes()
+        expected = {}
+        for line in data.splitlines():  # tiktoken.load.load_tiktoken_bpe
+            if line:
+                token, rank = line.split()
+                expected[base64.b64decode(token)] = int(rank)
+        assert tk._read_encoding(name, tk.data_dir())._mergeable_ranks == expected

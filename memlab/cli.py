@@ -220,7 +220,8 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
             interval = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
             print(f"  {name:<26} {value:.4f}{interval}" if isinstance(value, float) else f"  {name:<26} {value}")
     if "category" in rows and rows["category"].notna().any():
-        cols = [c for c in (f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")
+        budgets = [c for c in rows.columns if str(c).startswith("recall@") and str(c).endswith("tok")]
+        cols = [c for c in (*budgets, f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")
                 if c in rows]
         table = summarize(rows, by=["strategy"], metrics=cols, per_category=True)
         print()

@@ -118,9 +118,13 @@ def _figure(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.0)) -> tuple
 
 
 def _need(df: pd.DataFrame, *cols: str | None) -> None:
+    import difflib
+
     for c in cols:
         if c is not None and c not in df.columns:
-            raise MemlabError(f"no column {c!r}; columns: {', '.join(map(str, df.columns))}")
+            close = difflib.get_close_matches(str(c), [str(x) for x in df.columns], n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"columns: {', '.join(map(str, df.columns))}"
+            raise MemlabError(f"no column {c!r}; {hint}")
 
 
 def _groups(df: pd.DataFrame, hue: str | Sequence[str] | None) -> list[tuple[str | None, pd.DataFrame]]:

@@ -199,6 +199,11 @@ def test_pareto_of_recall_against_tokens_at_budgets():
     assert "tokens" in ax.get_xlabel()
 
 
+def test_column_typos_get_did_you_mean(df):
+    with pytest.raises(MemlabError, match="no column 'recal@5'; did you mean 'recall@5'\\?"):
+        plot_by_category(df, "recal@5")
+
+
 def test_by_category_survives_a_bootstrap_bound_a_rounding_error_past_the_mean():
     # two clusters with the same mean: every resample's mean is 0.4 up to rounding, and
     # the upper bound comes out 0.39999999999999997 < 0.4 (a negative error bar for matplotlib)

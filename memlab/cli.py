@@ -2,7 +2,7 @@
 
     memlab eval DATASET [--format F] [--strategy NAME] [--set key=value ...] [--k 5]
                 [--budget TOKENS ...] [--json] [--progress | --quiet]
-    memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--progress | --quiet]
+    memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--fresh] [--progress | --quiet]
     memlab compare RESULTS [RESULTS ...] --metric M [--a LABEL --b LABEL] [--json]
     memlab strategies
 
@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--output", default=None,
                    help="output folder (default: the file's [run] output, else runs/<file name>)")
     s.add_argument("--n-jobs", type=int, default=None, help="dialogues replayed in parallel")
+    s.add_argument("--fresh", action="store_true",
+                   help="recompute every cell (default: reuse the cells an interrupted run of the "
+                        "same configuration left in OUTPUT/cells)")
     _progress_flags(s)
     c = sub.add_parser("compare", help="paired comparison of strategies on one metric, clustered by dialogue")
     c.add_argument("results", nargs="+", help="results files (.parquet/.csv from eval --output or a sweep)")
@@ -217,7 +220,8 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
             interval = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
             print(f"  {name:<26} {value:.4f}{interval}" if isinstance(value, float) else f"  {name:<26} {value}")
     if "category" in rows and rows["category"].notna().any():
-        cols = [c for c in (f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")
+        budgets = [c for c in rows.columns if str(c).startswith("recall@") and str(c).endswith("tok")]
+        cols = [c for c in (*budgets, f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")
                 if c in rows]
         table = summarize(rows, by=["strategy"], metrics=cols, per_category=True)
         print()
@@ -235,7 +239,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if output is None and "output" not in config.get("run", {}):
         output = (Path("runs") / path.stem).resolve()
     result = run_config(config, base_dir=path.parent, output=output, n_jobs=args.n_jobs, where=str(path),
-                        progress=_show_progress(args))
+                        progress=_show_progress(args), fresh=args.fresh)
     from .eval.compare import to_markdown
 
     import re
@@ -248,6 +252,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(to_markdown(result.summary[[c for c in wanted if c in result.summary.columns]]))
     if result.output is not None:
         print(f"\nwrote {result.output.resolve()} (summary.md has every metric)")
+    if result.cells is not None:
+        print(f"cells: {result.cells.computed} computed, {result.cells.reused} reused from "
+              f"{result.cells.folder} (--fresh recomputes all)")
     return 0
 
 

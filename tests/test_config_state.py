@@ -131,3 +131,18 @@ def test_a_replay_over_a_file_writes_each_dialogue_to_its_own_namespace(tmp_path
     assert namespaces(path) == {"d1": 1, "d2": 1}
     assert [r.content for r in LongTermMemory(path=path, namespace="d2").records()] == ["Maya lives in Lyon"]
     assert len(LongTermMemory(path=path)) == 0
+
+
+def test_the_long_term_retriever_view_is_honest_about_its_records():
+    from memlab.memories.layered import LongTermRetriever
+
+    memory = LongTermMemory()
+    tea = memory.add("User drinks tea", subject="drink", timestamp=1.0)
+    coffee = memory.add("User drinks coffee", subject="drink", timestamp=2.0)  # supersedes tea
+    view = LongTermRetriever(memory)
+    assert [r.id for r in view.records()] == [coffee.id] and len(view) == 1
+    assert coffee.id in view and tea.id not in view
+    assert view.get_record(coffee.id).content == "User drinks coffee"
+    with pytest.raises(KeyError, match="no record with id"):
+        view.get_record(tea.id)
+    assert [h.id for h in view.search("drinks", 5)] == [coffee.id]

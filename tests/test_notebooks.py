@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 EXPECTED = ["01_quickstart.ipynb", "02_keep_rate_sweep.ipynb", "03_hybrid_vs_vector.ipynb", "04_decay.ipynb",
-            "05_layered_memory.ipynb", "06_peers.ipynb"]
+            "05_layered_memory.ipynb", "06_peers.ipynb", "07_lifecycle.ipynb"]
 CELL_TIMEOUT = 240  # seconds per cell; a healthy run takes a few
 
 #: Small values for any notebook that has a parameter of this name.
@@ -44,6 +44,10 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
     "03_hybrid_vs_vector.ipynb": {"context_ks": [2, 5], "locomo_context_ks": [5], "ks": [1, 5, 10],
                                   "dialogues": None},
     "06_peers.ipynb": {"max_probes": 40, "ks": [1, 5, 10]},
+    "07_lifecycle.ipynb": {"compared": {"window": ("window", {}), "bm25": ("bm25", {}),
+                                        "layered_lifecycle": ("layered_lifecycle", {})},
+                           "variants": {"no lifecycle": {"consolidate_every": None, "summarize_every": None},
+                                        "full lifecycle": {}}},
     "04_decay.ipynb": {"time_units": [86400.0], "strength_growths": [0.0, 1.0], "decay_weights": [0.0, 0.2],
                        "multiplicative_time_units": [86400.0, 3.15e9],
                        "forget_thresholds": [0.0, 0.1]},

@@ -4,16 +4,11 @@ Each adapter is a ``Strategy`` registered by name that drives the real library (
 service), so its scores come from the original code, under memlab's replay, metrics and
 token counting:
 
-============================  ==========================  =================================
-name                          drives                      needs
-============================  ==========================  =================================
-``camel_chat_history``        CAMEL ``ChatHistoryMemory``  ``pip install 'memlab[camel]'``
-``camel_longterm``            CAMEL ``LongtermAgentMemory``  ``pip install 'memlab[camel]'``
-``langchain_ensemble``        LangChain ``EnsembleRetriever`` ``pip install 'memlab[langchain]'``
-                              (BM25 + in-memory vectors)
-``http_memory``               any memory service with add  nothing (standard library)
-                              and search HTTP endpoints
-============================  ==========================  =================================
+- ``camel_chat_history``: CAMEL's ``ChatHistoryMemory`` (extra ``camel``);
+- ``camel_longterm``: CAMEL's ``LongtermAgentMemory`` (extra ``camel``);
+- ``langchain_ensemble``: LangChain's ``EnsembleRetriever`` over ``BM25Retriever`` and
+  ``InMemoryVectorStore`` (extra ``langchain``);
+- ``http_memory``: any memory service with add and search HTTP endpoints (no extra).
 
 The peer libraries are imported only when an adapter is built, so ``import memlab`` stays
 light and works without them; building one whose extra is missing raises a ``ConfigError``

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MemlabError, Warmable
+from ..base import ConfigError, MemlabError, Warmable
 from ..storage.sqlite import connect
 from .base import Embedder
 
@@ -65,7 +65,7 @@ class CachedEmbedder(Embedder, Warmable):
 
     def _on_params_changed(self) -> None:
         if not isinstance(self.embedder, Embedder):
-            raise MemlabError(f"embedder must be a memlab Embedder, got {type(self.embedder).__name__}")
+            raise ConfigError(f"embedder must be a memlab Embedder, got {type(self.embedder).__name__}")
         self.close()
         self._hits = 0
         self._misses = 0

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MemlabError
+from ..base import ConfigError, MemlabError
 from .base import Embedder
 
 VARIANTS = ("original",)
@@ -47,9 +47,9 @@ class E5Embedder(Embedder):
 
     def _on_params_changed(self) -> None:
         if self.variant not in VARIANTS:
-            raise MemlabError(f"variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}")
+            raise ConfigError(f"variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}")
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise MemlabError(f"batch_size must be a positive int, got {self.batch_size!r}")
+            raise ConfigError(f"batch_size must be a positive int, got {self.batch_size!r}")
 
     @property
     def dim(self) -> int:

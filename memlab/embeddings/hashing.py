@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from ..base import MemlabError
+from ..base import ConfigError
 from ..text import HAN, KANA
 from .base import Embedder
 
@@ -58,17 +58,17 @@ class HashingEmbedder(Embedder):
 
     def _on_params_changed(self) -> None:
         if not isinstance(self.n_features, int) or self.n_features < 1:
-            raise MemlabError(f"n_features must be a positive int, got {self.n_features!r}")
+            raise ConfigError(f"n_features must be a positive int, got {self.n_features!r}")
         if self.char_ngrams is not None:
             ok = (isinstance(self.char_ngrams, (tuple, list)) and len(self.char_ngrams) == 2
                   and all(isinstance(n, int) and not isinstance(n, bool) for n in self.char_ngrams)
                   and 1 <= self.char_ngrams[0] <= self.char_ngrams[1])
             if not ok:
-                raise MemlabError(f"char_ngrams must be None or (min, max) ints with 1 <= min <= max, "
+                raise ConfigError(f"char_ngrams must be None or (min, max) ints with 1 <= min <= max, "
                                   f"got {self.char_ngrams!r}")
         if isinstance(self.char_weight, bool) or not isinstance(self.char_weight, (int, float)) \
                 or not self.char_weight >= 0:
-            raise MemlabError(f"char_weight must be a number >= 0, got {self.char_weight!r}")
+            raise ConfigError(f"char_weight must be a number >= 0, got {self.char_weight!r}")
         self._cache: dict[str, tuple[int, float]] = {}
 
     @property

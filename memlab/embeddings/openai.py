@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MemlabError
+from ..base import ConfigError, MemlabError
 from ..secrets import Secret, as_secret, reveal
 from .base import Embedder
 
@@ -48,19 +48,19 @@ class OpenAIEmbedder(Embedder):
 
     def _on_params_changed(self) -> None:
         if self.api_key is not None and not isinstance(self.api_key, (str, Secret)):
-            raise MemlabError(f"api_key must be a string or None, got {type(self.api_key).__name__}")
+            raise ConfigError(f"api_key must be a string or None, got {type(self.api_key).__name__}")
         self.api_key = as_secret(self.api_key)  # never printed, logged or written (memlab.secrets)
         if not isinstance(self.model, str) or not self.model:
-            raise MemlabError(f"model must be a non-empty string, got {self.model!r}")
+            raise ConfigError(f"model must be a non-empty string, got {self.model!r}")
         for name, low in (("batch_size", 1), ("max_retries", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise MemlabError(f"{name} must be an int >= {low}, got {value!r}")
+                raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
         if self.dimensions is not None and (isinstance(self.dimensions, bool)
                                             or not isinstance(self.dimensions, int) or self.dimensions < 1):
-            raise MemlabError(f"dimensions must be None or a positive int, got {self.dimensions!r}")
+            raise ConfigError(f"dimensions must be None or a positive int, got {self.dimensions!r}")
         if not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
-            raise MemlabError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         self._client: Any = None
         self._client_lock = threading.Lock()
         self._dim: int | None = self.dimensions or KNOWN_DIMS.get(self.model)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MemlabError
+from ..base import ConfigError, MemlabError
 from .base import Embedder
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -102,13 +102,13 @@ class SentenceTransformerEmbedder(Embedder):
 
     def _on_params_changed(self) -> None:
         if not isinstance(self.model_name, str) or not self.model_name:
-            raise MemlabError(f"model_name must be a non-empty string, got {self.model_name!r}")
+            raise ConfigError(f"model_name must be a non-empty string, got {self.model_name!r}")
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise MemlabError(f"batch_size must be a positive int, got {self.batch_size!r}")
+            raise ConfigError(f"batch_size must be a positive int, got {self.batch_size!r}")
         for name in ("query_prefix", "passage_prefix"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
-                raise MemlabError(f"{name} must be None or a string, got {value!r}")
+                raise ConfigError(f"{name} must be None or a string, got {value!r}")
         query, passage = default_prefixes(self.model_name)
         self._query_prefix = query if self.query_prefix is None else self.query_prefix
         self._passage_prefix = passage if self.passage_prefix is None else self.passage_prefix

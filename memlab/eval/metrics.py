@@ -334,7 +334,11 @@ def summarize(df: pd.DataFrame, by: Sequence[str] | str = ("strategy",), metrics
     else:
         absent = [m for m in metrics if m not in df.columns]
         if absent:
-            raise MemlabError(f"summarize: no metric column(s) {absent}; metric columns: {metric_columns(df)}")
+            import difflib
+
+            close = difflib.get_close_matches(str(absent[0]), metric_columns(df), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"metric columns: {metric_columns(df)}"
+            raise MemlabError(f"summarize: no metric column(s) {absent}; {hint}")
     metrics = list(metrics) + [c for c in COST_COLUMNS if c in df.columns and c not in metrics]
     frame = df.copy()
     if "n_gold" not in frame.columns:

@@ -118,9 +118,13 @@ def _figure(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.0)) -> tuple
 
 
 def _need(df: pd.DataFrame, *cols: str | None) -> None:
+    import difflib
+
     for c in cols:
         if c is not None and c not in df.columns:
-            raise MemlabError(f"no column {c!r}; columns: {', '.join(map(str, df.columns))}")
+            close = difflib.get_close_matches(str(c), [str(x) for x in df.columns], n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"columns: {', '.join(map(str, df.columns))}"
+            raise MemlabError(f"no column {c!r}; {hint}")
 
 
 def _groups(df: pd.DataFrame, hue: str | Sequence[str] | None) -> list[tuple[str | None, pd.DataFrame]]:
@@ -278,6 +282,9 @@ def plot_by_category(df: pd.DataFrame, metric: str, hue: str | None = "strategy"
         missing = np.isnan(heights)
         err = np.array([[s[0] - s[1] for s in stats], [s[2] - s[0] for s in stats]])
         err[:, missing] = 0.0
+        # a bootstrap bound can sit a rounding error beyond the mean (resampled sums add in
+        # another order) or, with unequal clusters, past it; matplotlib refuses negative errors
+        err = np.maximum(err, 0.0)
         xs = np.arange(len(categories)) - 0.4 + width * (g + 0.5)
         bars = ax.bar(xs, np.where(missing, 0.0, heights), width=width, yerr=err, capsize=2,
                       label=name if name is not None else metric, color=f"C{g % 10}", edgecolor=f"C{g % 10}",

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -47,6 +48,7 @@ from .dataset import Dataset, Dialogue
 from .lifecycle import add_stale_metrics
 from ..llm.base import LLMError
 from .metrics import compute_metrics, metric_columns
+from .workers import die_with_parent
 
 PARAM_PREFIX = "param:"
 
@@ -181,7 +183,10 @@ def _failed_answer_columns() -> dict[str, Any]:
 
 def _replay_one(strategy: Strategy, dialogue: Dialogue, k_max: int, answerer: Any = None,
                 judge: Any = None, budget: int = 0, on_probe: Callable[[], None] | None = None,
-                on_failure: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                on_failure: Callable[[str], None] | None = None, parent_pid: int | None = None
+                ) -> list[dict[str, Any]]:
+    if parent_pid is not None:  # a process worker: never outlive the run (memlab.eval.workers)
+        die_with_parent(parent_pid)
     # a strategy over a persistent store writes each dialogue to its own namespace (its id)
     return replay_dialogue(strategy.clone(scope=dialogue.id), dialogue, k_max, answerer, judge, budget,
                            on_probe, on_failure)
@@ -275,7 +280,8 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
             per_dialogue = []
             # a generator keeps dataset order and lets the bar move as dialogues finish
             for rows in Parallel(n_jobs=n_jobs, return_as="generator")(
-                    delayed(_replay_one)(strategy, d, k_max, answerer, judge, budget) for d in dialogues):
+                    delayed(_replay_one)(strategy, d, k_max, answerer, judge, budget, parent_pid=os.getpid())
+                    for d in dialogues):
                 per_dialogue.append(rows)
                 for row in rows:  # workers cannot share the count: checked as dialogues finish
                     if row["error"] is not None:

@@ -46,6 +46,7 @@ import pandas as pd
 from ..base import ConfigError, MemlabError
 from ..strategies.base import Strategy
 from ..strategies.spec import build_strategy
+from .cells import CellStore
 from .dataset import Dataset
 from .replay import load_any, replay
 
@@ -88,7 +89,8 @@ def configure(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequenc
 def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[Any]] | None,
           dataset: Dataset, *, ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
           n_jobs: int = 1, progress: bool = False, budgets: Sequence[int] = (),
-          configured: list[tuple[dict[str, Any], str, str, Strategy]] | None = None) -> pd.DataFrame:
+          configured: list[tuple[dict[str, Any], str, str, Strategy]] | None = None,
+          cells: CellStore | None = None) -> pd.DataFrame:
     """Per-probe rows for every grid point; swept values also appear as plain columns.
 
     ``strategy`` is a Strategy (grid keys are ``set_params`` keys, nested ones included) or a
@@ -96,16 +98,27 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
     registered factory's arguments, e.g. ``weights`` or ``embedder``: each point is built
     from the spec with the point's values merged into its params). Every point is built
     (``configure``) before the first replay, so a bad value fails at once.
+
+    With ``cells`` (a ``CellStore``) each grid point's table is stored as soon as it is
+    computed and a point already stored is read back instead of replayed (resumable sweeps).
     """
     points = configured if configured is not None else configure(strategy, grid, label)
     frames = []
     for point, name, point_label, built in points:
-        frame = replay(built, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
-                       progress=progress, budgets=budgets)
-        frame.insert(1, "base_strategy", name)
-        for k, v in point.items():
-            frame[k] = json.dumps(v) if isinstance(v, (list, dict)) else v
-        frames.append(frame)
+        def compute(built: Strategy = built, name: str = name, point_label: str = point_label,
+                    point: dict[str, Any] = point) -> pd.DataFrame:
+            frame = replay(built, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
+                           progress=progress, budgets=budgets)
+            frame.insert(1, "base_strategy", name)
+            for k, v in point.items():
+                frame[k] = json.dumps(v) if isinstance(v, (list, dict)) else v
+            return frame
+
+        if cells is None:
+            frames.append(compute())
+        else:
+            key = cells.key(built, point_label, name, point, dataset.hash, ks, k_max, budgets)
+            frames.append(cells.get_or_compute(key, compute))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -120,6 +133,7 @@ class SweepResult:
     output: Path | None
     figures: dict[str, Any] = field(default_factory=dict)
     grid_keys: list[str] = field(default_factory=list)
+    cells: CellStore | None = None  # the finished cells kept for a resume (with an output folder)
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
@@ -144,8 +158,14 @@ _TOP_KEYS = {"imports", "dataset", "strategy", "strategies", "grid", "run", "plo
 
 
 def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output: str | Path | None = None,
-               n_jobs: int | None = None, progress: bool = False, where: str = "sweep file") -> SweepResult:
-    """Run a sweep described by a parsed sweep file; write results and plots to its output."""
+               n_jobs: int | None = None, progress: bool = False, where: str = "sweep file",
+               fresh: bool = False) -> SweepResult:
+    """Run a sweep described by a parsed sweep file; write results and plots to its output.
+
+    With an output folder, each finished cell (grid point x strategy) is kept in
+    ``<output>/cells/`` (``memlab.eval.cells``): a rerun after an interruption replays only
+    the missing cells and ends with the same tables; ``fresh`` recomputes every cell.
+    """
     from .metrics import summarize
 
     base_dir = Path(base_dir)
@@ -200,18 +220,21 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     if out is not None:
         out_dir = Path(out) if Path(out).is_absolute() else base_dir / out
         check_output_dir(out_dir, where)
+    cells = CellStore(out_dir / "cells", fresh=fresh) if out_dir is not None else None
     frames = []
     for spec in specs:
         label = str(spec.get("label") or spec.get("name") or spec.get("class"))
         try:
             frames.append(sweep(spec, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
-                                progress=progress, budgets=budgets, configured=configured[label]))
+                                progress=progress, budgets=budgets, configured=configured[label],
+                                cells=cells))
         except (ConfigError, TypeError) as exc:  # name the file and the strategy entry
             raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
     results = pd.concat(frames, ignore_index=True)
     by = ["strategy"]
     summary = summarize(results, by=by, ci=True)  # 95% cluster-bootstrap CIs, seeded
-    result = SweepResult(results=results, summary=summary, output=None, grid_keys=list(grid or {}))
+    result = SweepResult(results=results, summary=summary, output=None, grid_keys=list(grid or {}),
+                         cells=cells)
     if out_dir is not None:
         result.output = write_outputs(result, out_dir, plots, where,
                                       user_modules=[base_dir / m for m in imports])
@@ -404,10 +427,11 @@ def import_user_module(path: str | Path) -> Any:
     except Exception as exc:
         del sys.modules[name]
         raise ConfigError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
-    try:  # let joblib's process workers unpickle its classes without importing the file
-        from joblib.externals import cloudpickle
-
-        cloudpickle.register_pickle_by_value(module)
-    except (ImportError, AttributeError, ValueError):
-        pass
+    # Let joblib's process workers unpickle its classes without importing the file: loky
+    # pickles with the cloudpickle package (joblib >= 1.5), older joblibs with their own copy.
+    for name in ("cloudpickle", "joblib.externals.cloudpickle"):
+        try:
+            importlib.import_module(name).register_pickle_by_value(module)
+        except (ImportError, AttributeError, ValueError):
+            pass
     return module

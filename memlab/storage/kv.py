@@ -20,7 +20,7 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
-from ..base import Component, MemlabError
+from ..base import Component, ConfigError, MemlabError
 from .sqlite import connect
 
 
@@ -203,7 +203,7 @@ class SQLiteKeyValueStore(KeyValueStore):
 
     def _on_params_changed(self) -> None:
         if not isinstance(self.table, str) or not _TABLE_NAME.fullmatch(self.table):
-            raise MemlabError(f"table must be a SQL identifier (letters, digits, _), got {self.table!r}")
+            raise ConfigError(f"table must be a SQL identifier (letters, digits, _), got {self.table!r}")
         self.close()
         target = str(self.path)
         if target != ":memory:":

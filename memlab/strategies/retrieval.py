@@ -18,8 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..base import ConfigError
-from ..blocks.chat_history import check_keep_rate
+from ..base import Param
 from ..context import ScoreBasedContextCreator
 from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
@@ -65,6 +64,18 @@ class RetrievalStrategy(Strategy):
     is both recent and recalled keeps the higher of its two scores.
     """
 
+    constraints = {
+        "retriever": Param(Retriever, none=True),
+        "reinforce": Param(choices=("used", "returned", "none")),
+        "keep_rate": Param(float, ge=0, le=1),
+        "decay_weight": Param(float, ge=0, le=1),
+        "candidates": Param(int, ge=0),
+        "history_window": Param(int, ge=0),
+        "context_k": Param(int, ge=0),
+        "token_limit": Param(int, ge=0),
+        "system_prompt": Param(str, none=True),
+    }
+
     def __init__(self, retriever: Retriever | None = None, expansion: Any = None, decay: Any = None,
                  selection: Any = None, decay_combine: str = "multiply", decay_weight: float = 0.5,
                  reinforce: str = "used", candidates: int = 50, history_window: int = 4,
@@ -88,13 +99,6 @@ class RetrievalStrategy(Strategy):
 
     # -- configuration ---------------------------------------------------------------
     def _on_params_changed(self) -> None:
-        check_keep_rate(self.keep_rate)
-        if self.reinforce not in ("used", "returned", "none"):
-            raise ConfigError(f"reinforce must be 'used', 'returned' or 'none', got {self.reinforce!r}")
-        for name in ("candidates", "history_window", "context_k", "token_limit"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ConfigError(f"{name} must be a non-negative int, got {value!r}")
         self._build()
 
     def _build(self) -> None:

@@ -43,13 +43,13 @@ def test_bad_plot_section_writes_nothing(tmp_path, tiny_file, plot, message):
 def test_bad_plot_rerun_keeps_the_previous_complete_output(tmp_path, tiny_file):
     run_config(_config(tmp_path, tiny_file), progress=False)
     out = tmp_path / "out"
-    before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != "provenance.json"}
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != "provenance.json"}
     config = _config(tmp_path, tiny_file)
     config["strategies"] = config["strategies"][:1]
     config["plots"].append({"kind": "pie"})
     with pytest.raises(ConfigError):
         run_config(config, progress=False)
-    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != "provenance.json"} == before
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != "provenance.json"} == before
 
 
 _WRITER = textwrap.dedent("""

@@ -52,7 +52,7 @@ def test_eval_text_output_and_saved_rows(tiny_file, tmp_path, capsys):
     (["sweep", "missing.toml"], "missing.toml: no such sweep file"),
     (["eval", "datasets", "--n-jobs", "0"], "--n-jobs must be non-zero"),
     (["eval", "datasets", "--strategy", "window", "--set", "window_size=-1"], "window_size must be non-negative"),
-    (["eval", "datasets", "--set", 'reinforce="often"'], "reinforce must be 'used', 'returned' or 'none'"),
+    (["eval", "datasets", "--set", 'reinforce="often"'], "RetrievalStrategy parameter 'reinforce': expected one of 'used', 'returned', 'none', got 'often'"),
     (["eval", "datasets", "--strategy", "window", "--set", 'keep_rate="high"'], "keep_rate must be a number"),
     (["eval", "datasets", "--strategy", "hybrid_decay", "--set", 'forget_threshold="x"'], "forget_threshold"),
     (["eval", "datasets", "--import", "tests/data/not_python.txt"], "no such file"),

@@ -252,3 +252,9 @@ def test_summarize_with_cluster_bootstrap_ci():
     assert again.equals(s)
     per = summarize(out, by="strategy", metrics=["recall@1"], per_category=True, ci=True, n_resamples=50)
     assert "recall@1_ci_low" in per.columns and len(per) == 6
+
+
+def test_summarize_metric_typo_did_you_mean():
+    out = compute_metrics(rows(), ks=(1,))
+    with pytest.raises(MemlabError, match="no metric column\\(s\\) \\['recal@1'\\]; did you mean 'recall@1'\\?"):
+        summarize(out, metrics=["recal@1"])

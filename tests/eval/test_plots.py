@@ -197,3 +197,24 @@ def test_pareto_of_recall_against_tokens_at_budgets():
     assert lines["bm25"].get_ydata().tolist() == [0.4, 0.6]
     assert lines["Pareto front"].get_ydata().tolist() == [0.4, 0.6]
     assert "tokens" in ax.get_xlabel()
+
+
+def test_column_typos_get_did_you_mean(df):
+    with pytest.raises(MemlabError, match="no column 'recal@5'; did you mean 'recall@5'\\?"):
+        plot_by_category(df, "recal@5")
+
+
+def test_by_category_survives_a_bootstrap_bound_a_rounding_error_past_the_mean():
+    # two clusters with the same mean: every resample's mean is 0.4 up to rounding, and
+    # the upper bound comes out 0.39999999999999997 < 0.4 (a negative error bar for matplotlib)
+    import pandas as pd
+
+    from memlab.eval.plots import mean_ci, plot_by_category
+
+    values = [0.7, 0.1, 0.7, 0.1]
+    clusters = ["c", "d", "d", "c"]
+    mean, _, high = mean_ci(values, clusters=clusters)
+    assert high < mean
+    df = pd.DataFrame({"strategy": "s", "category": "x", "dialogue_id": clusters, "context_recall": values})
+    fig = plot_by_category(df, "context_recall")
+    assert fig.axes[0].get_xticklabels()[0].get_text() == "x"

@@ -108,7 +108,7 @@ def test_provenance_outside_a_repository(tmp_path):
     p = provenance(str(tmp_path))
     assert p["git_commit"] == "unknown" and p["git_dirty"] is None
     assert set(p) == {"memlab_version", "git_commit", "git_dirty", "python_version", "numpy_version",
-                      "pandas_version", "platform"}
+                      "pandas_version", "platform", "user_modules"}
 
 
 @pytest.mark.parametrize("ext", ["parquet", "csv"])

@@ -85,3 +85,22 @@ def test_progress_bar_on_stderr_only_when_asked_or_a_terminal(tiny_file, capsys)
     assert capsys.readouterr().err == ""
     assert main(["eval", str(tiny_file), "--json", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_layered_hits_cost_their_line_of_the_memory_message(tiny):
+    import datetime as dt
+
+    strategy = strategies.get("layered")
+    dialogue = tiny.dialogues[0]
+    for record in dialogue.to_records():
+        strategy.observe(record)
+    hits = strategy.retrieve("What is the cat called?", 10, now=dialogue.probe_time(dialogue.probes[1]))
+    assert hits
+    enc = load_encoding("o200k_base")
+    expected = []
+    for h in hits:   # the line Load writes: "- [YYYY-MM-DD] content", plus its line break
+        day = dt.datetime.fromtimestamp(h.record.timestamp, dt.timezone.utc).date().isoformat()
+        expected.append(len(enc.encode(f"- [{day}] {' '.join(h.record.content.split())}\n")))
+    assert strategy.hit_tokens(hits) == expected
+    rows = replay(strategies.get("layered"), tiny, ks=(1,), budgets=[10_000])
+    assert all(len(t) == len(s) for t, s in zip(rows["retrieved_tokens"], rows["retrieved_source_ids"]))

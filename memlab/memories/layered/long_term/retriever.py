@@ -13,7 +13,11 @@ from .memory import LongTermMemory
 
 class LongTermRetriever(Retriever):
     """A read-only ``Retriever`` view of a ``LongTermMemory`` (for expanders that search,
-    such as ``PseudoRelevanceFeedback``). Searching it never reinforces memories."""
+    such as ``PseudoRelevanceFeedback``). Searching it never reinforces memories.
+
+    Honest about what it holds: ``records()``, ``len``, ``in`` and ``get_record`` answer
+    from the memory's active memories (what ``search`` can return), read at call time.
+    """
 
     name = "long_term"
 
@@ -37,7 +41,20 @@ class LongTermRetriever(Retriever):
         pass
 
     def __len__(self) -> int:
-        return len(self.long_term)
+        return self.long_term.count("active")
+
+    def records(self) -> list[MemoryRecord]:
+        return self.long_term.records(include_outdated=False)
+
+    def __contains__(self, id: object) -> bool:
+        record = self.long_term.get(str(id))
+        return record is not None and record.metadata["status"] == "active"
+
+    def get_record(self, id: str) -> MemoryRecord:
+        record = self.long_term.get(str(id))
+        if record is None or record.metadata["status"] != "active":
+            raise KeyError(f"LongTermRetriever has no record with id {id!r}")
+        return record
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None,
                now: float | None = None) -> list[Hit]:

@@ -1,0 +1,185 @@
+"""Resumable sweeps: finished cells survive SIGKILL/SIGINT, a rerun replays only the missing
+ones and ends with the same table; ``--fresh`` recomputes all; joblib workers die with the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from memlab.cli import main
+from memlab.eval.results import load_results
+
+REPO = Path(__file__).resolve().parents[2]
+
+SLOW = '''
+import os
+import time
+from pathlib import Path
+
+from memlab.strategies.memory import WindowStrategy
+
+
+class SlowWindow(WindowStrategy):
+    """A window strategy that sleeps ``delay`` seconds per observed turn (a slow cell)."""
+
+    def __init__(self, window_size=3, keep_rate=0.9, token_limit=2048, token_counter=None, delay=0.0):
+        self.delay = delay
+        super().__init__(window_size=window_size, keep_rate=keep_rate, token_limit=token_limit,
+                         token_counter=token_counter)
+
+    def observe(self, record):
+        if os.environ.get("SLOW_MARKS"):  # say which process is replaying (the worker test)
+            Path(os.environ["SLOW_MARKS"], str(os.getpid())).touch()
+        time.sleep(self.delay)
+        return super().observe(record)
+
+'''
+
+
+def _sweep_file(folder: Path, data: Path, delay: float, n_jobs: int = 1, points: int = 4) -> Path:
+    """A sweep of ``SlowWindow`` (module ``slow`` in ``folder``, importable by joblib's workers)."""
+    (folder / "slow.py").write_text(SLOW)
+    toml = folder / "s.toml"
+    toml.write_text(f'''
+[dataset]
+path = "{data}"
+[strategy]
+class = "slow.SlowWindow"
+params = {{ delay = {delay} }}
+[grid]
+window_size = {list(range(1, points + 1))}
+[run]
+ks = [1, 3]
+n_jobs = {n_jobs}
+''')
+    return toml
+
+
+def _env(folder: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(folder), os.environ.get("PYTHONPATH", "")])}
+
+
+def _start(toml: Path, out: Path, **env: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "memlab.cli", "sweep", str(toml), "--output", str(out),
+                             "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**_env(toml.parent), **env})
+
+
+def _wait_for_cells(out: Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(list((out / "cells").glob("*.parquet"))) >= n:
+            return
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} cell(s) after {timeout} s")
+
+
+def _table(out: Path) -> pd.DataFrame:
+    # latency is the one column that is not reproducible bit for bit
+    return load_results(str(out / "results.parquet")).drop(columns=["latency_ms"])
+
+
+@pytest.fixture
+def slow_module(tmp_path, monkeypatch):
+    """``slow`` importable in this process too (the sweep file names slow.SlowWindow)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow", raising=False)
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_a_killed_sweep_resumes_with_only_the_missing_cells(tmp_path, tiny_file, capsys, how, slow_module):
+    toml = _sweep_file(tmp_path, tiny_file, delay=0.1)
+    out = tmp_path / "out"
+    proc = _start(toml, out)
+    _wait_for_cells(out, 1, proc)
+    proc.send_signal(how)
+    proc.communicate(timeout=60)
+    kept = sorted(p.name for p in (out / "cells").glob("*.parquet"))
+    assert 1 <= len(kept) < 4
+    assert not (out / "results.parquet").exists()  # the folder holds no partial outputs
+    assert not list(out.glob("summary*")) and not list(out.rglob("*.tmp"))
+    mtimes = {name: (out / "cells" / name).stat().st_mtime_ns for name in kept}
+
+    assert main(["sweep", str(toml), "--output", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert f"cells: {4 - len(kept)} computed, {len(kept)} reused" in printed
+    assert {name: (out / "cells" / name).stat().st_mtime_ns for name in kept} == mtimes  # not redone
+
+    whole = tmp_path / "whole"
+    assert main(["sweep", str(toml), "--output", str(whole), "--quiet"]) == 0
+    assert "cells: 4 computed, 0 reused" in capsys.readouterr().out
+    pd.testing.assert_frame_equal(_table(out), _table(whole))
+
+
+def test_fresh_recomputes_every_cell_and_a_changed_point_is_a_new_cell(tmp_path, tiny_file, capsys, slow_module):
+    toml = _sweep_file(tmp_path, tiny_file, delay=0.0, points=2)
+    out = tmp_path / "out"
+    assert main(["sweep", str(toml), "--output", str(out), "--quiet"]) == 0
+    assert main(["sweep", str(toml), "--output", str(out), "--quiet"]) == 0
+    assert main(["sweep", str(toml), "--output", str(out), "--quiet", "--fresh"]) == 0
+    printed = capsys.readouterr().out
+    assert [line for line in printed.splitlines() if line.startswith("cells:")] == [
+        f"cells: 2 computed, 0 reused from {out / 'cells'} (--fresh recomputes all)",
+        f"cells: 0 computed, 2 reused from {out / 'cells'} (--fresh recomputes all)",
+        f"cells: 2 computed, 0 reused from {out / 'cells'} (--fresh recomputes all)"]
+    toml.write_text(toml.read_text().replace("ks = [1, 3]", "ks = [1, 2]"))  # other metrics: other cells
+    assert main(["sweep", str(toml), "--output", str(out), "--quiet"]) == 0
+    assert "cells: 2 computed, 0 reused" in capsys.readouterr().out
+    assert len(list((out / "cells").glob("*.parquet"))) == 4
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; prctl is Linux's")
+def test_joblib_workers_die_within_seconds_of_a_sigkilled_sweep(tmp_path, tiny_file):
+    # each dialogue takes ~15 s: a worker that notices its dead parent only between tasks
+    # would outlive the sweep by that long
+    toml = _sweep_file(tmp_path, tiny_file, delay=3.0, n_jobs=2, points=1)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = _start(toml, tmp_path / "out", SLOW_MARKS=str(marks))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(marks.iterdir())) < 2:  # two workers replaying
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.05)
+    workers = [int(p.name) for p in marks.iterdir()]
+    assert len(workers) == 2 and proc.pid not in workers
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    gone_by = time.monotonic() + 3.0
+    while time.monotonic() < gone_by and any(_alive(p) for p in workers):
+        time.sleep(0.05)
+    assert not [p for p in workers if _alive(p)]
+
+
+def test_a_strategy_from_an_imported_file_runs_in_process_workers(tmp_path, tiny_file, capsys):
+    """Classes of a sweep file's ``imports`` travel to joblib's workers by value."""
+    (tmp_path / "mine.py").write_text(SLOW + '''
+
+from memlab.strategies import register
+
+
+@register("mine_slow_window", overwrite=True)
+def mine_slow_window(window_size: int = 3) -> SlowWindow:
+    return SlowWindow(window_size=window_size)
+''')
+    toml = tmp_path / "s.toml"
+    toml.write_text(f'imports = ["mine.py"]\n[dataset]\npath = "{tiny_file}"\n[strategy]\nname = "mine_slow_window"\n'
+                    '[run]\nks = [1]\nn_jobs = 2\n')
+    assert main(["sweep", str(toml), "--output", str(tmp_path / "out"), "--quiet"]) == 0, capsys.readouterr().err
+    assert len(load_results(str(tmp_path / "out" / "results.parquet"))) == 4

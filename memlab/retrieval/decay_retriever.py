@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..base import ConfigError
+from ..base import Param
 from ..decay import Clock, DecayModel, Ebbinghaus
 from ..records import Hit, MemoryRecord
-from .base import Retriever, WrapperRetriever, check_candidates
+from .base import Retriever, WrapperRetriever
 from ..filters import Where
 from .fusion import normalize_scores
 
@@ -65,6 +65,17 @@ class DecayRetriever(WrapperRetriever):
 
     name = "decay"
 
+    constraints = {
+        "retriever": Param(Retriever),
+        "decay": Param(DecayModel, none=True),
+        "combine": Param(choices=COMBINE_MODES),
+        "weight": Param(float, ge=0, le=1),
+        "reinforce": Param(choices=REINFORCE_MODES),
+        "clock": Param(Clock, none=True),
+        "gc": Param(bool),
+        "candidates": Param(int, ge=1),
+    }
+
     def __init__(self, retriever: Retriever, decay: DecayModel | None = None,
                  combine: str = "multiply", weight: float = 0.5, reinforce: str = "returned",
                  clock: Clock | None = None, gc: bool = True, candidates: int = 50):
@@ -84,18 +95,6 @@ class DecayRetriever(WrapperRetriever):
     def _on_params_changed(self) -> None:
         self._decay = self._resolve("decay", lambda: Ebbinghaus())
         self._check_wrapped()
-        if not isinstance(self._decay, DecayModel):
-            raise ConfigError(f"decay must be a DecayModel (Ebbinghaus, ExponentialRecency, "
-                              f"TimeWeighting), got {type(self._decay).__name__}")
-        if self.combine not in COMBINE_MODES:
-            raise ConfigError(f"combine must be one of {', '.join(COMBINE_MODES)}, got {self.combine!r}")
-        if not 0 <= self.weight <= 1:
-            raise ConfigError(f"weight must be in [0, 1], got {self.weight}")
-        if self.reinforce not in REINFORCE_MODES:
-            raise ConfigError(f"reinforce must be one of {', '.join(REINFORCE_MODES)}, got {self.reinforce!r}")
-        if self.clock is not None and not isinstance(self.clock, Clock):
-            raise ConfigError(f"clock must be None or a Clock, got {type(self.clock).__name__}")
-        check_candidates(self.candidates)
         self._sync([self.retriever])
 
     # -- state ------------------------------------------------------------------------
@@ -106,7 +105,8 @@ class DecayRetriever(WrapperRetriever):
     def _adopted(self, records: list[MemoryRecord]) -> None:
         for r in records:
             self._state[r.id] = [self._decay.initial(), r.timestamp, 0]
-        self._oldest_cache = None
+        if self._oldest_cache is not None and records:  # an add can only lower the minimum
+            self._oldest_cache = min(self._oldest_cache, min(r.timestamp for r in records))
 
     def _oldest(self) -> float:
         """The smallest timestamp among the records held (for ``combine="prior"``)."""
@@ -164,7 +164,9 @@ class DecayRetriever(WrapperRetriever):
         order) and removed from this retriever and the wrapped one.
         """
         t = self.resolve_now(now)
-        doomed = []
+        doomed: list[str] = []
+        if not self._decay.forgets():  # nothing to find: no scan of every memory per search
+            return doomed
         for i in list(self._records):
             strength, last, _ = self._state[i]
             if self._decay.should_forget(self._decay.elapsed(t, last), strength):

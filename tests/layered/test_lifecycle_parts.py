@@ -117,7 +117,7 @@ def test_merger_groups_by_similarity_and_shrinks_the_store():
     assert lt.count("active") == 2 and lt.count("outdated") == 2
     assert merger.groups(lt) == []                                   # nothing left to merge
     assert Merger(threshold=1.0).groups(LongTermMemory()) == []
-    with pytest.raises(ConfigError, match="threshold must be a cosine in"):
+    with pytest.raises(ConfigError, match="Merger parameter 'threshold': expected a number >= -1 and <= 1, got 2"):
         Merger(threshold=2)
     with pytest.raises(ConfigError, match="memory_types must be a non-empty tuple"):
         Merger(memory_types=("opinion",))
@@ -200,7 +200,8 @@ def test_abstraction_retrieve_shows_the_abstraction_its_evidence_or_both(show, e
     assert [h.rank for h in state.retrieved] == list(range(1, len(got) + 1)) and len(got) == len(set(got)) <= 4
     if show == "abstraction":   # the evidence is represented by the abstraction: not listed again
         assert not {"t0", "t2", "t5"} & set(got)
-    with pytest.raises(ConfigError, match="show must be one of 'abstraction', 'evidence', 'both', got 'all'"):
+    with pytest.raises(ConfigError, match="AbstractionRetrieve parameter 'show': expected one of "
+                                          "'abstraction', 'evidence', 'both', got 'all'"):
         AbstractionRetrieve(show="all")
 
 
@@ -229,7 +230,7 @@ def test_gist_filter_counts_the_gists_in_its_budget():
     kept = GistFilter(token_budget=budget).run(WorkingState(question="q", retrieved=hits), layers(lt))
     assert [h.id for h in kept.selected] == ["m0", "m2"] and [h.rank for h in kept.selected] == [1, 2]
     assert kept.trace[-1] == f"filter: kept 2 of 3 as gists ({budget} tokens)"
-    with pytest.raises(ConfigError, match="token_budget must be None or an int >= 1, got 0"):
+    with pytest.raises(ConfigError, match="GistFilter parameter 'token_budget': expected an int >= 1 or None, got 0"):
         GistFilter(token_budget=0)
 
 
@@ -252,7 +253,8 @@ def test_conflict_instruction_follows_the_memory_header_and_is_counted():
     assert told.messages[0]["content"].split("\n")[:2] == ["Relevant memories (oldest first):", CONFLICT_INSTRUCTION]
     counter = resolve_counter(None)
     assert told.token_count == counter.count_messages(told.messages) > plain.token_count
-    assert Load(conflict_instruction=CONFLICT_INSTRUCTION).run(WorkingState(question="q"), layers()).context.messages == []
+    empty = Load(conflict_instruction=CONFLICT_INSTRUCTION).run(WorkingState(question="q"), layers())
+    assert empty.context.messages == []      # no memory selected: no memory message, no instruction
     with pytest.raises(ConfigError, match="Load parameter 'conflict_instruction': expected a string or None, got 1"):
         Load(conflict_instruction=1)
 
@@ -295,7 +297,8 @@ def test_lifecycle_update_merges_and_abstracts_every_n_turns():
     assert lt.count("active") == 4 and lt.count("outdated") == 2
     (abstraction,) = lt.abstractions()
     assert lt.get(abstraction).content.startswith("Recurring topic 'cooked': 2 memories")
-    with pytest.raises(ConfigError, match="merger must be a Merger"):
+    with pytest.raises(ConfigError, match=r"LifecycleUpdate parameter 'merger': expected a Merger or LLMMerger "
+                                          r"or None, got Abstractor\(\)"):
         LifecycleUpdate(merger=Abstractor())
 
 

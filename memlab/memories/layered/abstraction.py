@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from ...base import Component, ConfigError
+from ...base import Component, ConfigError, Param
 from ...llm.base import LLM, LLMUsage, UsesLLM
 from ...llm.prompts import task_messages
 from ...llm.text import stem, terms
@@ -52,6 +52,13 @@ class Abstractor(Component):
     Event summaries are left out by default: they mix topics.
     """
 
+    constraints = {
+        "min_support": Param(int, ge=2),
+        "max_share": Param(float, gt=0.0, le=1.0),
+        "max_patterns": Param(int, ge=1),
+        "max_evidence": Param(int, ge=2),
+    }
+
     def __init__(self, min_support: int = 3, max_share: float = 0.5, max_patterns: int = 3,
                  max_evidence: int = 8, memory_types: tuple[str, ...] = ("fact", "preference")):
         self.min_support = min_support
@@ -62,13 +69,6 @@ class Abstractor(Component):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        for name, low in (("min_support", 2), ("max_patterns", 1), ("max_evidence", 2)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
-        if isinstance(self.max_share, bool) or not isinstance(self.max_share, (int, float)) \
-                or not 0.0 < self.max_share <= 1.0:
-            raise ConfigError(f"max_share must be in (0, 1], got {self.max_share!r}")
         unknown = [t for t in self.memory_types if t not in MEMORY_TYPES]
         if unknown or not self.memory_types:
             raise ConfigError(f"memory_types must be a non-empty tuple of {', '.join(MEMORY_TYPES)}, "
@@ -148,6 +148,8 @@ class LLMAbstractor(UsesLLM, Abstractor):
     used (the model judges what is informative).
     """
 
+    constraints = {"llm": Param(LLM), "max_memories": Param(int, ge=2), "max_tokens": Param(int, ge=16)}
+
     def __init__(self, llm: LLM, min_support: int = 3, max_patterns: int = 3, max_evidence: int = 8,
                  memory_types: tuple[str, ...] = ("fact", "preference"),
                  max_memories: int = 40, max_tokens: int = 300):
@@ -159,12 +161,6 @@ class LLMAbstractor(UsesLLM, Abstractor):
 
     def _on_params_changed(self) -> None:
         super()._on_params_changed()
-        if not isinstance(self.llm, LLM):
-            raise ConfigError(f"llm must be an LLM, got {type(self.llm).__name__}")
-        for name, low in (("max_memories", 2), ("max_tokens", 16)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
         self.failures = 0
 
     def abstract(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
@@ -228,16 +224,13 @@ class AbstractionRetrieve(Retrieve):
     Other arguments as ``Retrieve``.
     """
 
+    constraints = {"show": Param(str, choices=SHOW)}
+
     def __init__(self, show: str = "both", query_rewriter: Any = None, expander: Any = None, k: int = 10,
                  candidates: int = 20, fusion: Any = None):
         self.show = show
         super().__init__(query_rewriter=query_rewriter, expander=expander, k=k, candidates=candidates,
                          fusion=fusion)
-
-    def _on_params_changed(self) -> None:
-        super()._on_params_changed()
-        if self.show not in SHOW:
-            raise ConfigError(f"show must be one of {', '.join(map(repr, SHOW))}, got {self.show!r}")
 
     def _search(self, state: WorkingState, layers: Layers) -> None:
         k = state.k if state.k is not None else self.k
@@ -259,8 +252,9 @@ class AbstractionRetrieve(Retrieve):
                 for e in abstractions[h.id]:
                     record = layers.long_term.get(e)
                     if record is not None and record.metadata["status"] == "active":
+                        evidence_of = {"evidence_of": {"score": h.score, "rank": h.rank}}
                         out.append(Hit(memory_record=record, score=h.score, timestamp=record.timestamp,
-                                       rank=h.rank, components={**h.components, "evidence_of": {"score": h.score, "rank": h.rank}}))
+                                       rank=h.rank, components={**h.components, **evidence_of}))
         seen: set[str] = set()
         unique = [h for h in out if not (h.id in seen or seen.add(h.id))][:k]
         for rank, h in enumerate(unique, 1):

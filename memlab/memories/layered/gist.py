@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...base import Component, ConfigError
+from ...base import Component, Param
 from ...llm.base import LLM, LLMUsage, UsesLLM
 from ...llm.counting import resolve_counter
 from ...llm.prompts import parse_numbered, render_numbered, task_messages
@@ -40,13 +40,10 @@ class FirstSentenceGist(Component):
     that starts with a greeting) loses it; nothing is rephrased. ``LLMGist`` rewrites.
     """
 
+    constraints = {"max_words": Param(int, ge=1)}
+
     def __init__(self, max_words: int = 20):
         self.max_words = max_words
-        self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if isinstance(self.max_words, bool) or not isinstance(self.max_words, int) or self.max_words < 1:
-            raise ConfigError(f"max_words must be an int >= 1, got {self.max_words!r}")
 
     def gists(self, texts: list[str]) -> list[str]:
         return [_cut((sentences(t) or [t.strip()])[0], self.max_words) for t in texts]
@@ -64,17 +61,12 @@ class LLMGist(UsesLLM, FirstSentenceGist):
     one call (numbered in, numbered out). A missing or empty line falls back to the offline
     gist of that memory; every gist is cut to ``max_words`` words."""
 
+    constraints = {"llm": Param(LLM), "max_tokens": Param(int, ge=16)}
+
     def __init__(self, llm: LLM, max_words: int = 20, max_tokens: int = 400):
         self.llm = llm
         self.max_tokens = max_tokens
         super().__init__(max_words=max_words)
-
-    def _on_params_changed(self) -> None:
-        super()._on_params_changed()
-        if not isinstance(self.llm, LLM):
-            raise ConfigError(f"llm must be an LLM, got {type(self.llm).__name__}")
-        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 16:
-            raise ConfigError(f"max_tokens must be an int >= 16, got {self.max_tokens!r}")
 
     def gists(self, texts: list[str]) -> list[str]:
         if not texts:
@@ -105,6 +97,9 @@ class GistFilter(Filter):
     The gists' tokens are what the context then counts (``Load`` shows the gist).
     """
 
+    constraints = {"gist": Param(FirstSentenceGist, none=True, expected="a FirstSentenceGist or LLMGist or None"),
+                   "token_budget": Param(int, ge=1, none=True)}
+
     def __init__(self, gist: Any = None, token_budget: int | None = None, token_counter: Any = None,
                  llm_filter: Any = None, min_score: float | None = None, mmr: Any = None, k: int = 5):
         self.gist = gist
@@ -115,11 +110,6 @@ class GistFilter(Filter):
 
     def _on_params_changed(self) -> None:
         getattr(super(), "_on_params_changed", lambda: None)()
-        if self.gist is not None and not isinstance(self.gist, FirstSentenceGist):
-            raise ConfigError(f"gist must be a FirstSentenceGist or LLMGist, got {type(self.gist).__name__}")
-        if self.token_budget is not None and (isinstance(self.token_budget, bool)
-                                              or not isinstance(self.token_budget, int) or self.token_budget < 1):
-            raise ConfigError(f"token_budget must be None or an int >= 1, got {self.token_budget!r}")
         self._gist = self.gist if self.gist is not None else FirstSentenceGist()
         self._counter = resolve_counter(self.token_counter)
 

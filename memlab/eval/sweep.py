@@ -427,10 +427,11 @@ def import_user_module(path: str | Path) -> Any:
     except Exception as exc:
         del sys.modules[name]
         raise ConfigError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
-    try:  # let joblib's process workers unpickle its classes without importing the file
-        from joblib.externals import cloudpickle
-
-        cloudpickle.register_pickle_by_value(module)
-    except (ImportError, AttributeError, ValueError):
-        pass
+    # Let joblib's process workers unpickle its classes without importing the file: loky
+    # pickles with the cloudpickle package (joblib >= 1.5), older joblibs with their own copy.
+    for name in ("cloudpickle", "joblib.externals.cloudpickle"):
+        try:
+            importlib.import_module(name).register_pickle_by_value(module)
+        except (ImportError, AttributeError, ValueError):
+            pass
     return module

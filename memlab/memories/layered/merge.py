@@ -11,15 +11,12 @@ the originals (marked outdated, not deleted) and keeps all their source turns.
 
 from __future__ import annotations
 
-from ...base import Component, ConfigError
+from ...base import Component, ConfigError, Param
 from ...llm.base import LLM, LLMUsage, UsesLLM
-from ...llm.prompts import render_numbered, task_messages
-from ...llm.text import sentences, stem, terms
+from ...llm.prompts import merge_prompt
+from ...llm.text import merge_sentences
 from ...records import MEMORY_TYPES, MemoryRecord
 from .long_term import LongTermMemory
-
-MERGE = "merge"
-
 
 class Merger(Component):
     """Offline merge: the originals' sentences, oldest first, without repeats.
@@ -30,6 +27,12 @@ class Merger(Component):
     memories repeat one another; it cannot rephrase or reconcile them (``LLMMerger`` can).
     """
 
+    constraints = {
+        "threshold": Param(float, ge=-1.0, le=1.0),
+        "max_group": Param(int, ge=2),
+        "candidates": Param(int, ge=2),
+    }
+
     def __init__(self, threshold: float = 0.5, max_group: int = 4, candidates: int = 10,
                  memory_types: tuple[str, ...] = ("fact", "preference")):
         self.threshold = threshold
@@ -39,13 +42,6 @@ class Merger(Component):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) \
-                or not -1.0 <= self.threshold <= 1.0:
-            raise ConfigError(f"threshold must be a cosine in [-1, 1], got {self.threshold!r}")
-        for name in ("max_group", "candidates"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-                raise ConfigError(f"{name} must be an int >= 2, got {value!r}")
         unknown = [t for t in self.memory_types if t not in MEMORY_TYPES]
         if unknown or not self.memory_types:
             raise ConfigError(f"memory_types must be a non-empty tuple of {', '.join(MEMORY_TYPES)}, "
@@ -78,14 +74,8 @@ class Merger(Component):
 
     # -- writing (what the subclasses change) ------------------------------------------------
     def merged_text(self, group: list[MemoryRecord]) -> str:
-        parts = [s for r in group for s in sentences(r.content)]
-        keys = [frozenset(stem(t) for t in terms(s)) for s in parts]
-        kept = []
-        for i, (s, k) in enumerate(zip(parts, keys)):
-            covered = any((k < other) or (k == other and j < i) for j, other in enumerate(keys) if j != i)
-            if not covered:
-                kept.append(s if s.endswith((".", "!", "?", "。", "！", "？")) else s + ".")
-        return " ".join(kept) if kept else group[-1].content
+        """``memlab.llm.text.merge_sentences`` of the contents (the newest one if that is empty)."""
+        return merge_sentences([r.content for r in group]) or group[-1].content
 
     @property
     def usage(self) -> LLMUsage:
@@ -99,6 +89,8 @@ class LLMMerger(UsesLLM, Merger):
     """Ask ``llm`` for one memory that says everything the group says (newest wins on a
     conflict), capped at ``max_tokens``; grouping as in ``Merger``. One call per group."""
 
+    constraints = {"llm": Param(LLM), "max_tokens": Param(int, ge=8)}
+
     def __init__(self, llm: LLM, threshold: float = 0.5, max_group: int = 4, candidates: int = 10,
                  memory_types: tuple[str, ...] = ("fact", "preference"), max_tokens: int = 120):
         self.llm = llm
@@ -106,22 +98,8 @@ class LLMMerger(UsesLLM, Merger):
         super().__init__(threshold=threshold, max_group=max_group, candidates=candidates,
                          memory_types=memory_types)
 
-    def _on_params_changed(self) -> None:
-        super()._on_params_changed()
-        if not isinstance(self.llm, LLM):
-            raise ConfigError(f"llm must be an LLM, got {type(self.llm).__name__}")
-        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 8:
-            raise ConfigError(f"max_tokens must be an int >= 8, got {self.max_tokens!r}")
-
     def merged_text(self, group: list[MemoryRecord]) -> str:
-        text = self._call(self.llm, merge_prompt(group), max_tokens=self.max_tokens).text.strip()
+        text = self._call(self.llm, merge_prompt([r.content for r in group]), max_tokens=self.max_tokens).text.strip()
         # an empty answer must not lose the memories: fall back to the offline merge
         return text if text else Merger.merged_text(self, group)
 
-
-def merge_prompt(group: list[MemoryRecord]) -> list[dict[str, str]]:
-    return task_messages(MERGE, """
-Merge the memories below, which are about the same thing, into ONE self-contained memory
-sentence (or two) that keeps every detail: names, numbers, places, dates. If they
-disagree, keep the newest (they are listed oldest first). Output only the merged memory.""",
-                         {"Memories": render_numbered([r.content for r in group])})

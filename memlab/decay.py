@@ -96,6 +96,12 @@ class DecayModel(Component):
         """Whether a memory ``t`` time units after its last recall is forgotten (never, here)."""
         return False
 
+    def forgets(self) -> bool:
+        """False when ``should_forget`` is always False, so garbage collection can skip its
+        scan of every memory at every search. A model that overrides ``should_forget``
+        forgets unless it overrides this too."""
+        return type(self).should_forget is not DecayModel.should_forget
+
     def reset(self) -> None:
         """Restart any random sequence."""
 
@@ -161,6 +167,10 @@ class Ebbinghaus(DecayModel):
         if self.growth == "add":
             return strength + self.strength_growth
         return strength * self.strength_growth
+
+    def forgets(self) -> bool:
+        """R = exp(-t / S) > 0, so R < 0 never holds: a zero threshold forgets nothing unless stochastic."""
+        return self.stochastic or self.forget_threshold > 0
 
     def should_forget(self, t: float, strength: float) -> bool:
         r = self.retention(t, strength)

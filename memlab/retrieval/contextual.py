@@ -141,9 +141,20 @@ class ContextualRetriever(WrapperRetriever):
             out.update(range(lo, hi + 1))
         return out
 
+    def _positions(self) -> dict[str, int]:
+        """Record id -> position in ``_order_ids``, extended as the list grows (rebuilding it
+        at every append made indexing quadratic); reset whenever the list is replaced."""
+        pos = self.__dict__.get("_pos_cache")
+        if pos is None or len(pos) > len(self._order_ids):
+            pos = self.__dict__["_pos_cache"] = {}
+        order = self._order_ids
+        for p in range(len(pos), len(order)):
+            pos[order[p]] = p
+        return pos
+
     def _reindex(self, ids: list[str]) -> None:
         """Rebuild the index texts of ``ids``; re-add to the wrapped retriever those that changed."""
-        where = {i: p for p, i in enumerate(self._order_ids)}
+        where = self._positions()
         changed = []
         for i in ids:
             text = self._text(where[i])
@@ -168,11 +179,12 @@ class ContextualRetriever(WrapperRetriever):
 
     def _remove(self, ids: list[str]) -> None:
         gone = set(ids)
-        where = {i: p for p, i in enumerate(self._order_ids)}
+        where = self._positions()
         around = self._affected({where[i] for i in ids})
         neighbours = [self._order_ids[p] for p in sorted(around) if self._order_ids[p] not in gone]
         self.retriever.remove(ids)
         self._order_ids = [i for i in self._order_ids if i not in gone]
+        self.__dict__["_pos_cache"] = None
         for i in ids:
             self._texts.pop(i, None)
         self._reindex(neighbours)  # index texts come from _order_ids, which no longer has them
@@ -180,6 +192,7 @@ class ContextualRetriever(WrapperRetriever):
     def _clear(self) -> None:
         self.retriever.reset()
         self._order_ids = []
+        self.__dict__["_pos_cache"] = None
         self._texts = {}
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None,

@@ -105,7 +105,8 @@ class DecayRetriever(WrapperRetriever):
     def _adopted(self, records: list[MemoryRecord]) -> None:
         for r in records:
             self._state[r.id] = [self._decay.initial(), r.timestamp, 0]
-        self._oldest_cache = None
+        if self._oldest_cache is not None and records:  # an add can only lower the minimum
+            self._oldest_cache = min(self._oldest_cache, min(r.timestamp for r in records))
 
     def _oldest(self) -> float:
         """The smallest timestamp among the records held (for ``combine="prior"``)."""
@@ -163,7 +164,9 @@ class DecayRetriever(WrapperRetriever):
         order) and removed from this retriever and the wrapped one.
         """
         t = self.resolve_now(now)
-        doomed = []
+        doomed: list[str] = []
+        if not self._decay.forgets():  # nothing to find: no scan of every memory per search
+            return doomed
         for i in list(self._records):
             strength, last, _ = self._state[i]
             if self._decay.should_forget(self._decay.elapsed(t, last), strength):

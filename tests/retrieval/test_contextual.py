@@ -130,3 +130,24 @@ def test_works_over_a_vector_retriever_and_filters():
 def test_bad_parameters_are_named(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         ContextualRetriever(BM25Retriever(), **kwargs)
+
+
+def test_positions_kept_up_to_date_through_adds_and_removes():
+    from memlab.records import MemoryRecord
+    from memlab.retrieval import BM25Retriever
+    from memlab.retrieval.contextual import ContextualRetriever
+
+    r = ContextualRetriever(BM25Retriever())
+    made = [MemoryRecord("user", f"turn {i} about topic {i % 3}", id=f"t{i}", timestamp=float(i),
+                         metadata={"session_id": f"s{i // 4}"}) for i in range(12)]
+    for rec in made[:6]:
+        r.add([rec])
+    r.remove(["t2", "t4"])
+    r.add(made[6:])
+    r.remove(["t9"])
+    r.add([made[2]])
+    assert r._positions() == {i: p for p, i in enumerate(r._order_ids)}
+    fresh = ContextualRetriever(BM25Retriever())
+    for i in r._order_ids:
+        fresh.add([next(m for m in made if m.id == i)])
+    assert [h.id for h in r.search("topic 1 turn", 12)] == [h.id for h in fresh.search("topic 1 turn", 12)]

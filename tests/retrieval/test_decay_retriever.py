@@ -172,10 +172,11 @@ def test_params_nest_and_validate():
     assert params["decay__strength_growth"] == 1.0 and params["retriever__k1"] == 1.5
     d.set_params(decay__strength_growth=2.0)
     assert d.decay.strength_growth == 2.0
-    with pytest.raises(ConfigError, match=r"^DecayRetriever parameter 'combine': expected one of 'multiply', 'add', 'weighted', 'prior', "
-                       r"got 'max'$"):
+    with pytest.raises(ConfigError, match=r"^DecayRetriever parameter 'combine': expected one of 'multiply', "
+                                          r"'add', 'weighted', 'prior', got 'max'$"):
         DecayRetriever(BM25Retriever(), combine="max")
-    with pytest.raises(ConfigError, match=r"^DecayRetriever parameter 'reinforce': expected one of 'returned', 'none', got 'all'$"):
+    with pytest.raises(ConfigError, match=r"^DecayRetriever parameter 'reinforce': expected one of 'returned', "
+                                          r"'none', got 'all'$"):
         DecayRetriever(BM25Retriever(), reinforce="all")
     c = d.clone()
     assert len(c) == 0 and c.decay.strength_growth == 2.0
@@ -197,3 +198,35 @@ def test_negative_relevance_times_retention_favours_older_memories_documented():
     w = DecayRetriever(BM25Retriever(), combine="weighted", reinforce="none", gc=False)
     w.add([rec(0, "apple pie", 0.0), rec(1, "apple pie", DAY), rec(2, "banana", DAY)])
     assert [h.id for h in w.search("apple", now=2 * DAY)] == ["1", "0"]
+
+
+def test_garbage_collection_skips_its_scan_when_the_model_cannot_forget():
+    from memlab.decay import DecayModel, Ebbinghaus, ExponentialRecency, TimeWeighting
+
+    class Counting(Ebbinghaus):
+        calls = 0
+
+        def should_forget(self, t, strength):
+            Counting.calls += 1
+            return super().should_forget(t, strength)
+
+    class Custom(DecayModel):
+        def retention(self, t, strength=1.0):
+            return 1.0
+
+        def should_forget(self, t, strength):
+            return t > 1.0
+
+    assert [Ebbinghaus(forget_threshold=0.0).forgets(), Ebbinghaus().forgets(),
+            Ebbinghaus(forget_threshold=0.0, stochastic=True).forgets(), ExponentialRecency().forgets(),
+            TimeWeighting().forgets(), Custom().forgets()] == [False, True, True, False, False, True]
+    from memlab.records import MemoryRecord
+    from memlab.retrieval import BM25Retriever, DecayRetriever
+
+    records = [MemoryRecord("user", f"note {i}", id=f"r{i}", timestamp=0.0) for i in range(5)]
+    for threshold, scans, kept in [(0.0, 0, 5), (0.5, 5, 0)]:
+        Counting.calls = 0
+        retriever = DecayRetriever(BM25Retriever(), Counting(time_unit=1.0, forget_threshold=threshold))
+        retriever.add(records)
+        assert retriever.collect_garbage(now=10.0) == ([] if kept else [r.id for r in records])
+        assert Counting.calls == scans and len(retriever) == kept

@@ -33,11 +33,11 @@ from memlab.text import HAN  # noqa: E402
 
 _HAN = re.compile(f"[{HAN}]")
 
-SEMANTIC = ["e5", "minilm"]
 #: (label, registered name, parameters, needs a model)
 RUNS = [
     ("window", "window", {}, False),
     ("longterm", "longterm", {}, False),
+    ("layered", "layered", {}, False),
     ("bm25", "bm25", {}, False),
     ("bm25_prf", "bm25_prf", {}, False),
     ("vector[hashing]", "vector", {"embedder": "hashing"}, False),
@@ -45,12 +45,12 @@ RUNS = [
     ("bm25_plus", "bm25_plus", {}, False),
     ("hybrid_plus[hashing]", "hybrid_plus", {"embedders": ["hashing"]}, False),
     ("hybrid_decay[hashing]", "hybrid_decay", {}, False),
-    ("layered", "layered", {}, False),
     ("vector[minilm]", "vector", {"embedder": "minilm"}, True),
     ("vector[e5]", "vector", {"embedder": "e5"}, True),
     ("hybrid[minilm]", "hybrid", {"embedder": "minilm"}, True),
     ("hybrid_plus", "hybrid_plus", {}, True),
-    ("hybrid_decay[e5,minilm]", "hybrid_decay", {"embedder": SEMANTIC}, True),
+    ("hybrid_plus[e5,minilm]", "hybrid_plus", {"embedders": ["e5", "minilm"], "weights": [1.0, 0.5, 0.3]}, True),
+    ("hybrid_decay[e5]", "hybrid_decay", {"embedder": "e5"}, True),
 ]
 
 

@@ -59,7 +59,8 @@ def test_set_params_nested_and_hook():
 
 def test_set_params_errors():
     tree = Tree(leaf=Leaf(), leaves=[Leaf()])
-    with pytest.raises(ConfigError, match=r"unknown parameter of Tree 'kk'\. Did you mean 'k'\? Available: k, leaf, leaves, lock"):
+    with pytest.raises(ConfigError, match=r"unknown parameter of Tree 'kk'\. Did you mean 'k'\? Available: k, leaf, "
+                                          r"leaves, lock"):
         tree.set_params(kk=1)
     with pytest.raises(ConfigError, match=r"unknown parameter of Leaf 'alpah'\. Did you mean 'alpha'\?"):
         tree.set_params(leaf__alpah=1)
@@ -137,7 +138,8 @@ def test_registry():
         reg.register("plain", lambda: Leaf())
     reg.register("plain", lambda: Leaf(9.0), overwrite=True)
     assert reg.get("plain").alpha == 9.0
-    with pytest.raises(ConfigError, match=r"unknown leaf kind 'plian'\. Did you mean 'plain'\? Available: named, plain"):
+    with pytest.raises(ConfigError, match=r"unknown leaf kind 'plian'\. Did you mean 'plain'\? Available: named, "
+                                          r"plain"):
         reg.get("plian")
 
 

@@ -143,7 +143,8 @@ def test_sweep_compare_builtins_through_the_cli(tmp_path: Path) -> None:
     out = tmp_path / "builtins"
     assert main(["sweep", str(EXPERIMENTS / "compare_builtins.toml"), "--output", str(out)]) == 0
     results = _sweep_outputs(out)
-    expected = ["bm25", "bm25_prf", "hybrid", "hybrid_decay", "layered", "longterm", "vector", "window"]
+    expected = ["bm25", "bm25_plus", "bm25_prf", "hybrid", "hybrid_decay", "layered", "longterm", "vector",
+                "window"]
     assert results.groupby("strategy").size().to_dict() == {name: SHIPPED_PROBES for name in expected}
     assert len(list(out.glob("*.png"))) == 4
     summary = pd.read_csv(out / "summary.csv")

@@ -223,13 +223,19 @@ def plot_pareto(df: pd.DataFrame, x: str | None = None, y: str | None = None,
             xs = [float(row[f"tokens@{b}tok"]) for b in budgets]
             ys = [float(row[f"{metric}@{b}tok"]) for b in budgets]
             points += list(zip(xs, ys))
-            ax.plot(xs, ys, label=" ".join(str(row[c]) for c in labels), **_style(n))  # type: ignore[arg-type]
+            line, = ax.plot(xs, ys, label=" ".join(str(row[c]) for c in labels), **_style(n))  # type: ignore[arg-type]
+            part = df.loc[(df[labels].astype(str) == pd.Series({c: str(row[c]) for c in labels})).all(axis=1)]
+            bounds = [_part_ci(part, f"{metric}@{b}tok", 0.95, "bootstrap", 0, CLUSTER)[1:] for b in budgets]
+            err = np.clip([[y - lo for y, (lo, _) in zip(ys, bounds)], [hi - y for y, (_, hi) in zip(ys, bounds)]],
+                          0.0, None)  # a bound a rounding error past the mean is no bar
+            ax.errorbar(xs, ys, yerr=np.nan_to_num(err), fmt="none", ecolor=line.get_color(), elinewidth=0.8,
+                        capsize=2, alpha=0.7)
         front = pareto_front(points)
         ax.plot([points[i][0] for i in front], [points[i][1] for i in front], drawstyle="steps-post",
                 color="0.3", linewidth=3, alpha=0.25, zorder=1, label="Pareto front")
         ax.set_xlabel("tokens used (mean tokens@Btok; budgets " + ", ".join(map(str, budgets)) + ")")
         ax.set_ylabel(f"{metric}@Btok")
-        ax.set_title(f"{metric} against tokens, at equal token budgets")
+        ax.set_title(f"{metric} against tokens, at equal token budgets (95% CI)")
         _y_axis(ax, f"{metric}@{budgets[0]}tok")
         ax.set_xlim(left=0)
         _legend(ax, " ".join(labels))
@@ -316,8 +322,10 @@ def metric_ks(df: pd.DataFrame, metric: str) -> list[int]:
 
 
 def plot_metric_at_k(df: pd.DataFrame, metric: str = "recall", ks: Sequence[int] | None = None,
-                     hue: str | None = "strategy", ax: Axes | None = None) -> Figure:
-    """Mean ``<metric>@k`` against k, one line per ``hue`` value (ks default: every column present)."""
+                     hue: str | None = "strategy", confidence: float = 0.95, method: str = "bootstrap",
+                     seed: int = 0, cluster: str | None = CLUSTER, ax: Axes | None = None) -> Figure:
+    """Mean ``<metric>@k`` against k with a CI band, one line per ``hue`` value (ks default:
+    every column present)."""
     available = metric_ks(df, metric)
     ks = available if ks is None else [int(k) for k in ks]
     missing = [k for k in ks if k not in available]
@@ -327,13 +335,16 @@ def plot_metric_at_k(df: pd.DataFrame, metric: str = "recall", ks: Sequence[int]
     _need(df, hue)
     fig, ax = _figure(ax)
     for n, (name, part) in enumerate(_groups(df, hue)):
-        means = [float(part[f"{metric}@{k}"].mean()) for k in ks]
-        ax.plot(ks, means, label=name if name is not None else metric, **_style(n))  # type: ignore[arg-type]
+        stats = [_part_ci(part, f"{metric}@{k}", confidence, method, seed, cluster) for k in ks]
+        line, = ax.plot(ks, [s[0] for s in stats], label=name if name is not None else metric,
+                        **_style(n))  # type: ignore[arg-type]
+        ax.fill_between(ks, [s[1] for s in stats], [s[2] for s in stats], alpha=0.12, color=line.get_color(),
+                        linewidth=0)
     ax.set_xlabel("k")
     ax.set_ylabel(f"{metric}@k")
     ax.set_xticks(ks)
     _y_axis(ax, f"{metric}@{ks[0]}")
-    ax.set_title(f"{metric}@k")
+    ax.set_title(f"{metric}@k (mean, {confidence:.0%} CI)")
     if hue is not None:
         _legend(ax, hue)
     return fig

@@ -226,6 +226,38 @@ class UsesLLM(Component):
         return completion
 
 
+class Op:
+    """One operation a composite step's program yields, in its blocking and its awaited form
+    (``Op(extractor.extract, extractor.aextract, batch)``): ``drive`` calls the first,
+    ``adrive`` awaits the second, and the program receives the result. A step composed of
+    parts that may do I/O is so written once for both paths."""
+
+    __slots__ = ("call", "acall", "args", "kwargs")
+
+    def __init__(self, call: Any, acall: Any, *args: Any, **kwargs: Any):
+        self.call, self.acall, self.args, self.kwargs = call, acall, args, kwargs
+
+
+def drive(program: Generator[Op, Any, Any]) -> Any:
+    """Run a program of ``Op``s with blocking calls; its return value."""
+    try:
+        op = next(program)
+        while True:
+            op = program.send(op.call(*op.args, **op.kwargs))
+    except StopIteration as done:
+        return done.value
+
+
+async def adrive(program: Generator[Op, Any, Any]) -> Any:
+    """Run a program of ``Op``s with awaited calls; its return value."""
+    try:
+        op = next(program)
+        while True:
+            op = program.send(await op.acall(*op.args, **op.kwargs))
+    except StopIteration as done:
+        return done.value
+
+
 def _request(request: Any) -> tuple[list[Message], dict[str, Any]]:
     if isinstance(request, tuple):
         return request[0], dict(request[1])

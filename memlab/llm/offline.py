@@ -13,6 +13,10 @@ answers each with a fixed rule:
 - ``hyde``: a passage made of the content terms and their inflections;
 - ``filter``: ``{"relevant": [...]}`` listing memories sharing at least one stemmed
   content term with the question, most shared terms first (ties by position), at most ``Max``;
+- ``merge``: the memories' sentences without repeats (``text.merge_sentences``);
+- ``abstract``: the lexical patterns of ``text.recurring_terms`` (max_share 0.5) as
+  ``{"patterns": [...]}``, each written by ``text.recurring_topic``;
+- ``gist``: each memory's first sentence cut to ``Max words`` (``text.first_sentence``);
 - anything else is answered as a question. The question is the last user message, or
   only the text after its last ``Question:`` when it has one (an instruction before it,
   as ``memlab.eval.answers.Answerer`` writes, is not part of the question). The answer
@@ -36,18 +40,32 @@ from typing import Any
 from .base import LLM, Completion, Message
 from .counting import resolve_counter
 from .prompts import (
+    ABSTRACT,
     EXPAND,
     EXTRACT,
     FILTER,
+    GIST,
     HYDE,
+    MERGE,
     REWRITE,
     SUMMARIZE,
+    parse_dated,
     parse_numbered,
     parse_sections,
     parse_turns,
     task_of,
 )
-from .text import overlap, sentences, stem, terms, unique
+from .text import (
+    first_sentence,
+    merge_sentences,
+    overlap,
+    recurring_terms,
+    recurring_topic,
+    sentences,
+    stem,
+    terms,
+    unique,
+)
 
 _PRONOUN = re.compile(r"\b(?:it|that|this|there|they|them|he|she|him|her|those|these)\b|它|那|这|他|她", re.I)
 
@@ -77,7 +95,8 @@ class OfflineLLM(LLM):
         user = next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
         sections = parse_sections(user)
         handler = {SUMMARIZE: self._summarize, EXTRACT: self._extract, REWRITE: self._rewrite,
-                   EXPAND: self._expand, HYDE: self._hyde, FILTER: self._filter}.get(task or "")
+                   EXPAND: self._expand, HYDE: self._hyde, FILTER: self._filter,
+                   MERGE: self._merge, ABSTRACT: self._abstract, GIST: self._gist}.get(task or "")
         text = handler(sections) if handler else self._answer(messages)
         return Completion(text=text, prompt_tokens=int(self._counter.count_messages(messages)),
                           completion_tokens=int(self._counter.count(text)), model=self.model)
@@ -139,6 +158,32 @@ class OfflineLLM(LLM):
         scored = [(overlap(question, m), i) for i, m in enumerate(memories)]
         chosen = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))[:limit]
         return json.dumps({"relevant": [i + 1 for _, i in chosen]})
+
+    @staticmethod
+    def _merge(sections: dict[str, str]) -> str:
+        memories = parse_numbered(sections.get("Memories", ""))
+        return merge_sentences(memories) or (memories[-1] if memories else "")
+
+    @staticmethod
+    def _abstract(sections: dict[str, str]) -> str:
+        dated = parse_dated(sections.get("Memories", ""))
+        try:
+            support = int(sections.get("Minimum support", "3"))
+        except ValueError:
+            support = 3
+        found = recurring_terms([text for _, text in dated], support)
+        return json.dumps({"patterns": [
+            {"abstraction": recurring_topic(word, len(ix), dated[ix[0]][0], dated[ix[-1]][0]),
+             "evidence": [i + 1 for i in ix]} for _, word, ix in found]}, ensure_ascii=False)
+
+    @staticmethod
+    def _gist(sections: dict[str, str]) -> str:
+        try:
+            max_words = int(sections.get("Max words", "20"))
+        except ValueError:
+            max_words = 20
+        return "\n".join(f"[{i}] {first_sentence(m, max_words)}"
+                         for i, m in enumerate(parse_numbered(sections.get("Memories", "")), 1))
 
     def _answer(self, messages: list[Message]) -> str:
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)

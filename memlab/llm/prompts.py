@@ -18,6 +18,7 @@ from ..records import MEMORY_TYPES, MemoryRecord
 TASK_MARKER = "memlab-task:"
 SUMMARIZE, EXTRACT, REWRITE, EXPAND, HYDE, FILTER = (
     "summarize", "extract", "rewrite", "expand", "hyde", "filter")
+MERGE, ABSTRACT, GIST = "merge", "abstract", "gist"  # the layered memory's lifecycle parts
 
 #: JSON schema of one extracted memory (``source_ids`` optional).
 MEMORY_ITEM_SCHEMA: dict[str, Any] = {
@@ -154,6 +155,39 @@ at most {max_items}, most relevant first; ignore vague, outdated or unrelated on
 Answer with JSON only: {{"relevant": [numbers]}} (an empty list if none is relevant).""",
                          {"Question": question, "Memories": render_numbered(memories),
                           "Max": str(max_items)})
+
+
+def merge_prompt(memories: list[str]) -> list[dict[str, str]]:
+    return task_messages(MERGE, """
+Merge the memories below, which are about the same thing, into ONE self-contained memory
+sentence (or two) that keeps every detail: names, numbers, places, dates. If they
+disagree, keep the newest (they are listed oldest first). Output only the merged memory.""",
+                         {"Memories": render_numbered(memories)})
+
+
+def abstract_prompt(memories: list[tuple[str, str]], min_support: int) -> list[dict[str, str]]:
+    """``memories``: (day, text) pairs, listed as ``[n] (day) text``."""
+    listed = "\n".join(f"[{i}] ({day}) {' '.join(text.split())}" for i, (day, text) in enumerate(memories, 1))
+    return task_messages(ABSTRACT, f"""
+Find patterns in the memories below: a habit, a recurring interest or a general trait that
+{min_support} or more of them support (e.g. several trips to European cities -> "keen on
+European city travel"). Write each pattern as one short sentence naming the person, and
+list the numbers of the memories that support it. Answer with JSON only, exactly:
+{{"patterns": [{{"abstraction": "...", "evidence": [1, 2, 3]}}]}}
+Use {{"patterns": []}} when nothing recurs.""", {"Memories": listed, "Minimum support": str(min_support)})
+
+
+def parse_dated(text: str) -> list[tuple[str, str]]:
+    """(day, text) for every line written by ``abstract_prompt``."""
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^\[\d+\] \(([^)]*)\) (.*)$", text or "", re.M)]
+
+
+def gist_prompt(memories: list[str], max_words: int) -> list[dict[str, str]]:
+    return task_messages(GIST, f"""
+Rewrite each memory below as ONE sentence of at most {max_words} words that keeps its key
+fact (names, numbers, places, dates). Answer with one line per memory, numbered as given:
+[1] ...
+[2] ...""", {"Memories": render_numbered(memories), "Max words": str(max_words)})
 
 
 # -- parsing answers -------------------------------------------------------------------

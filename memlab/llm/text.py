@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..text import HAN
 
@@ -49,6 +50,7 @@ def unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+@lru_cache(maxsize=1 << 16)  # pure, and the same words come back turn after turn
 def stem(word: str) -> str:
     """Porter stem of an ASCII word (memlab's tokenizer's); other words unchanged."""
     from ..retrieval.tokenize import porter_stem
@@ -60,3 +62,75 @@ def overlap(query: str, text: str) -> int:
     """Number of distinct stemmed content terms of ``query`` that occur in ``text``."""
     have = {stem(t) for t in terms(text)}
     return sum(1 for t in unique([stem(t) for t in terms(query)]) if t in have)
+
+
+# -- rules shared by the lifecycle parts and the offline stand-in (memlab.memories.layered) ----
+_HAN_CHAR = re.compile(f"[{_CJK_CHAR}]")
+_ENDS = (".", "!", "?", "。", "！", "？")
+
+
+def merge_sentences(texts: list[str]) -> str:
+    """The texts' sentences, in order, without repeats: a sentence is dropped when its stemmed
+    content terms are a subset of another sentence's (a proper subset, or an equal set of an
+    earlier sentence). Each kept sentence ends with punctuation; "" when there is none."""
+    parts = [s for t in texts for s in sentences(t)]
+    keys = [frozenset(stem(w) for w in terms(s)) for s in parts]
+    kept = []
+    for i, (s, k) in enumerate(zip(parts, keys)):
+        if not any((k < other) or (k == other and j < i) for j, other in enumerate(keys) if j != i):
+            kept.append(s if s.endswith(_ENDS) else s + ".")
+    return " ".join(kept)
+
+
+def cut_words(text: str, max_words: int) -> str:
+    """At most ``max_words`` words, "…" marking a cut; mostly-Chinese text (no spaces) is cut
+    at ``2 * max_words`` characters."""
+    if len(_HAN_CHAR.findall(text)) > len(text) / 2:
+        limit = 2 * max_words
+        return text if len(text) <= limit else text[:limit] + "…"
+    words = text.split()
+    return text if len(words) <= max_words else " ".join(words[:max_words]) + "…"
+
+
+def first_sentence(text: str, max_words: int) -> str:
+    """The first sentence of ``text`` (the whole text when it has none), cut to ``max_words``."""
+    return cut_words((sentences(text) or [text.strip()])[0], max_words)
+
+
+def recurring_terms(texts: list[str], min_support: int, max_share: float = 0.5,
+                    max_patterns: int = 3) -> list[tuple[str, str, list[int]]]:
+    """Lexical recurrence: (stemmed term, its most frequent surface form, indices of the texts).
+
+    A content term (``terms``; numbers and Latin words under 3 letters left out) counts when
+    it occurs in at least ``min_support`` texts and at most ``max_share * len(texts)``; terms
+    are taken by support (most first, ties by term), skipping one whose texts are a subset
+    of a term already taken, at most ``max_patterns``.
+    """
+    where: dict[str, list[int]] = {}
+    surface: dict[str, dict[str, int]] = {}
+    for i, text in enumerate(texts):
+        for word in dict.fromkeys(terms(text)):
+            if word.isdigit() or (word.isascii() and len(word) < 3):
+                continue
+            key = stem(word)
+            if i not in where.setdefault(key, []):
+                where[key].append(i)
+            forms = surface.setdefault(key, {})
+            forms[word] = forms.get(word, 0) + 1
+    limit = max_share * len(texts)
+    found = sorted(((k, ix) for k, ix in where.items() if min_support <= len(ix) <= limit),
+                   key=lambda x: (-len(x[1]), x[0]))
+    out: list[tuple[str, str, list[int]]] = []
+    for key, ix in found:
+        if any(set(ix) <= set(taken) for _, _, taken in out):
+            continue
+        word = sorted(surface[key].items(), key=lambda x: (-x[1], x[0]))[0][0]
+        out.append((key, word, ix))
+        if len(out) == max_patterns:
+            break
+    return out
+
+
+def recurring_topic(word: str, n: int, first_day: str, last_day: str) -> str:
+    """How a lexical pattern is written: ``Recurring topic '<word>': <n> memories from <first> to <last>.``"""
+    return f"Recurring topic '{word}': {n} memories from {first_day} to {last_day}."

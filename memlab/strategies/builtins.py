@@ -240,7 +240,9 @@ def layered_lifecycle(llm: Any = None, max_turns: int | None = 10, keep_recent: 
     as ``show`` ("abstraction", "evidence", "both"); the filter step shows each memory as
     a gist of at most ``gist_words`` words (within ``gist_budget`` tokens when set); the
     memory message tells the model to prefer the newest information. ``llm`` as for
-    ``layered``: with one, merging, abstraction, gists and summaries are written by it.
+    ``layered``: with one, merging, abstraction, gists and summaries are written by it
+    ("offline": the OfflineLLM answers those prompts with the offline rules, so the memories
+    match the offline ones while every call and token is counted).
     """
     from ..extraction import TurnExtractor
     from ..memories.layered import (

@@ -12,7 +12,7 @@ from memlab.eval.compare import compare_pair
 from memlab.eval.results import load_results
 from memlab.eval.stats import cluster_bootstrap_ci
 
-from .conftest import tiny_doc
+from .conftest import LOCOMO, tiny_doc
 from .test_cli import run_cli
 
 
@@ -91,3 +91,21 @@ def test_compare_refuses_other_datasets_probes_and_typos(runs, tiny_file, tmp_pa
         proc = run_cli("compare", *files, "--metric", metric)
         assert proc.returncode == 2 and proc.stdout == ""
         assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is not beside the repository")
+def test_compare_on_locomo_from_the_cli(tmp_path):
+    for name in ("bm25", "window"):
+        proc = run_cli("eval", str(LOCOMO), "--format", "locomo", "--strategy", name, "--categories", "temporal",
+                       "--budget", "256", "--quiet", "--json", "--output", str(tmp_path / f"{name}.parquet"))
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout)
+        assert result["n_dialogues"] == 10 and "recall@256tok" in result["ci"]
+    proc = run_cli("compare", str(tmp_path / "bm25.parquet"), str(tmp_path / "window.parquet"),
+                   "--metric", "recall@256tok", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["n_probes"], result["n_dialogues"]) == (321, 10)
+    # BM25 beats a 10-turn window on every dialogue: only the all-positive and all-negative
+    # sign vectors of 2^10 reach the observed difference
+    assert result["diff"] > 0 and result["p_value"] == 2 / 1024 and result["ci"][0] > 0

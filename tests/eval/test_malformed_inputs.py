@@ -194,6 +194,8 @@ LOCOMO_ERRORS = [
      [], "dialogue 'conv-mini', question 1: must be an object, got string 'why?'"),
     ("locomo_evidence_string", locomo(lambda d: lq(d).update(evidence="D1:1")),
      [], "dialogue 'conv-mini', question 1: field 'evidence' must be an array, got string 'D1:1'"),
+    ("locomo_speaker_object", locomo(lambda d: lc(d).update(speaker_b={"name": "Ben"})),
+     [], "dialogue 'conv-mini': field 'speaker_b' must be a string, got object {'name': 'Ben'}"),
     ("locomo_deep", locomo(lambda d: lc(d)["session_1"][0].update(img_url=json.loads(deep(MAX_DEPTH + 1)))),
      [], f"JSON nested deeper than {MAX_DEPTH} levels at [0]['conversation']['session_1'][0]['img_url']"),
 ]
@@ -232,6 +234,8 @@ LME_ERRORS = [
      [], "session 'sharegpt_a1', turn 3: must be an object, got number 3"),
     ("lme_session_id_number", lme(lambda d: d[0]["haystack_session_ids"].__setitem__(0, 12)),
      [], "field 'haystack_session_ids': item 1 must be a string, got number 12"),
+    ("lme_answer_sessions_number", lme(lambda d: d[1].update(answer_session_ids=1.5)),
+     [], "question 'q_ssa_2': field 'answer_session_ids' must be an array, got number 1.5"),
     ("lme_item_not_object", lme(lambda d: d.append("q")), ["--format", "longmemeval"],
      "question 4: expected an object, got str"),
 ]

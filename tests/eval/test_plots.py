@@ -191,9 +191,13 @@ def test_pareto_of_recall_against_tokens_at_budgets():
                          "context_tokens": 100.0, "recall@5": 0.5})
     fig = plot_pareto(pd.DataFrame(rows))
     ax = fig.axes[0]
-    lines = {l.get_label(): l for l in ax.lines}
+    lines = {l.get_label(): l for l in ax.lines if not l.get_label().startswith("_")}
     assert set(lines) == {"bm25", "layered", "Pareto front"}
-    assert lines["bm25"].get_xdata().tolist() == [200.0, 460.0]
+    from matplotlib.collections import LineCollection
+
+    bars = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert len(bars) == 2 and all(len(b.get_segments()) == 2 for b in bars)   # a CI bar per budget
+    assert list(lines["bm25"].get_xdata()) == [200.0, 460.0]
     assert lines["bm25"].get_ydata().tolist() == [0.4, 0.6]
     assert lines["Pareto front"].get_ydata().tolist() == [0.4, 0.6]
     assert "tokens" in ax.get_xlabel()
@@ -218,3 +222,10 @@ def test_by_category_survives_a_bootstrap_bound_a_rounding_error_past_the_mean()
     df = pd.DataFrame({"strategy": "s", "category": "x", "dialogue_id": clusters, "context_recall": values})
     fig = plot_by_category(df, "context_recall")
     assert fig.axes[0].get_xticklabels()[0].get_text() == "x"
+
+
+def test_metric_at_k_has_a_ci_band_per_line(df):
+    fig = plot_metric_at_k(df.assign(dialogue_id=df.probe_id), "recall", hue="strategy")
+    ax = fig.axes[0]
+    assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 2
+    assert ax.get_title() == "recall@k (mean, 95% CI)"

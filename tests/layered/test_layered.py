@@ -195,9 +195,11 @@ def test_chinese_dialogue():
 
 
 def test_configuration_errors_and_params():
-    with pytest.raises(ConfigError, match=r"^LayeredMemory parameter 'short_term': expected a ShortTermMemory or None, got 'window'$"):
+    with pytest.raises(ConfigError, match=r"^LayeredMemory parameter 'short_term': expected a ShortTermMemory or "
+                                          r"None, got 'window'$"):
         LayeredMemory(short_term="window")
-    with pytest.raises(ConfigError, match=r"^LayeredMemory parameter 'llm': expected an LLM \(OpenAIChat, OfflineLLM\) or None, got 'gpt-4o'$"):
+    with pytest.raises(ConfigError, match=r"^LayeredMemory parameter 'llm': expected an LLM \(OpenAIChat, "
+                                          r"OfflineLLM\) or None, got 'gpt-4o'$"):
         LayeredMemory(llm="gpt-4o")
     m = LayeredMemory(update_step=Update(extract_every=3))
     assert m.get_params()["update_step__extract_every"] == 3

@@ -334,3 +334,48 @@ def test_layered_lifecycle_with_an_llm_counts_every_call(server, chat_llm):
     assert by_step["update"]["calls"] == tasks(server).count("memlab-task: abstract") == 1
     assert sum(u["calls"] for u in by_step.values()) == usage["calls"]
     assert isinstance(s, LayeredMemory)
+
+
+# -- the offline stand-in answers the lifecycle prompts with the same rules -----------------------
+def test_offline_llm_answers_merge_abstract_and_gist_like_the_rule_based_parts():
+    from memlab.llm import OfflineLLM
+
+    lt, ids = thai_memory()
+    rule, llm = Abstractor(min_support=3), LLMAbstractor(OfflineLLM(), min_support=3)
+    lt2 = pickle.loads(pickle.dumps(lt))
+    a, b = rule.abstract(lt), llm.abstract(lt2)
+    assert [(r.content, lt.evidence(r.id)) for r in a] == [(r.content, lt2.evidence(r.id)) for r in b]
+    assert llm.usage.calls == 1 and llm.failures == 0
+    group = [MemoryRecord("system", "Sam is allergic to penicillin.", id="a"),
+             MemoryRecord("system", "Sam is allergic to penicillin. Always mention it", id="b")]
+    assert LLMMerger(OfflineLLM()).merged_text(group) == Merger().merged_text(group)
+    texts = ["Sam moved to Manchester. Same role.", "我换工作了，这个月搬到深圳，在一家游戏公司做设计。"]
+    assert LLMGist(OfflineLLM(), max_words=5).gists(texts) == FirstSentenceGist(max_words=5).gists(texts)
+
+
+def test_llm_abstractor_replaces_an_abstraction_whose_evidence_grew(server, chat_llm):
+    lt, ids = thai_memory()
+    server.chat.push(json.dumps({"patterns": [{"abstraction": "Sam cooks Thai food.", "evidence": [1, 3]}]}),
+                     json.dumps({"patterns": [{"abstraction": "Sam often cooks Thai food.", "evidence": [1, 3, 6]}]}))
+    abstractor = LLMAbstractor(chat_llm, min_support=2)
+    (first,) = abstractor.abstract(lt)
+    (second,) = abstractor.abstract(lt)
+    assert lt.get(first.id).metadata["status"] == "outdated" and second.metadata["supersedes"] == [first.id]
+    assert lt.evidence(second.id) == [ids[0], ids[2], ids[5]]
+
+
+def test_layered_lifecycle_with_the_offline_llm_keeps_the_offline_memories():
+    from memlab.eval.loaders import load_dataset
+    from memlab.eval.paths import datasets_dir
+
+    dialogue = load_dataset(str(datasets_dir() / "memory_lifecycle.json")).dialogues[0]
+    stores = []
+    for llm in (None, "offline"):
+        s = strategies.get("layered_lifecycle", llm=llm)
+        for t in dialogue.turns():
+            s.observe(t.to_record(dialogue.id))
+        s.retrieve("coffee", 1)
+        stores.append([(r.content, r.metadata["status"]) for r in s.layers.long_term.records()])
+        calls = s.llm_usage()["calls"]
+    # same memories (only the summaries' source attribution differs: the LLM summariser's is lexical)
+    assert stores[0] == stores[1] and len(stores[0]) == 35 and calls == 28

@@ -33,7 +33,8 @@ def test_table_columns_and_validation():
         ltm.add("x", "note", timestamp=0)
     with pytest.raises(MemlabError, match="content must be a non-empty string"):
         ltm.add("  ", timestamp=0)
-    with pytest.raises(ConfigError, match=r"^LongTermMemory parameter 'decay': expected a DecayModel or None, got 'ebbinghaus'$"):
+    with pytest.raises(ConfigError, match=r"^LongTermMemory parameter 'decay': expected a DecayModel or None, got "
+                                          r"'ebbinghaus'$"):
         LongTermMemory(decay="ebbinghaus")
     assert len(ltm) == 0 and ltm.store.ids() == []
 

@@ -81,7 +81,8 @@ def test_newest_turns_are_never_folded_even_over_budget():
 
 
 def test_validation_messages():
-    with pytest.raises(ConfigError, match=r"^ShortTermMemory parameter 'summarize_at': expected a number > 0 and <= 1, got 1.5$"):
+    with pytest.raises(ConfigError, match=r"^ShortTermMemory parameter 'summarize_at': expected a number > 0 and <= "
+                                          r"1, got 1.5$"):
         ShortTermMemory(summarize_at=1.5)
     with pytest.raises(ConfigError, match=r"keep_recent must be < max_turns \(3\), got 3"):
         ShortTermMemory(max_turns=3, keep_recent=3)

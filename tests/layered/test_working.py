@@ -202,7 +202,8 @@ def test_step_parameters_are_validated_on_set_params():
         expander = MultiQueryExpander(llm)
         expander.set_params(n=0)
     assert expander.n == 3  # a failed set_params changes nothing
-    with pytest.raises(ConfigError, match=r"^LLMQueryRewriter parameter 'history_turns': expected an int >= 0, got -1$"):
+    with pytest.raises(ConfigError, match=r"^LLMQueryRewriter parameter 'history_turns': expected an int >= 0, got "
+                                          r"-1$"):
         LLMQueryRewriter(llm, history_turns=-1)
     with pytest.raises(ConfigError, match=r"^Update parameter 'extract_every': expected an int >= 1, got 0$"):
         Update(extract_every=0)

@@ -48,3 +48,26 @@ def test_a_program_may_return_without_calling():
     assert step.run_program(nothing()) == "skipped"
     assert asyncio.run(step.arun_program(nothing())) == "skipped"
     assert step.usage.calls == 0
+
+
+def test_composite_steps_are_one_program_driven_both_ways():
+    from memlab.llm.base import Op, adrive, drive
+
+    calls = []
+
+    def fetch(x):
+        calls.append(("sync", x))
+        return x * 2
+
+    async def afetch(x):
+        calls.append(("async", x))
+        return x * 2
+
+    def program(n):
+        total = 0
+        for i in range(n):
+            total += yield Op(fetch, afetch, i)
+        return total
+
+    assert drive(program(3)) == 6 and asyncio.run(adrive(program(3))) == 6
+    assert calls == [("sync", 0), ("sync", 1), ("sync", 2), ("async", 0), ("async", 1), ("async", 2)]

@@ -172,10 +172,11 @@ def test_params_nest_and_validate():
     assert params["decay__strength_growth"] == 1.0 and params["retriever__k1"] == 1.5
     d.set_params(decay__strength_growth=2.0)
     assert d.decay.strength_growth == 2.0
-    with pytest.raises(ConfigError, match=r"^DecayRetriever parameter 'combine': expected one of 'multiply', 'add', 'weighted', 'prior', "
-                       r"got 'max'$"):
+    with pytest.raises(ConfigError, match=r"^DecayRetriever parameter 'combine': expected one of 'multiply', "
+                                          r"'add', 'weighted', 'prior', got 'max'$"):
         DecayRetriever(BM25Retriever(), combine="max")
-    with pytest.raises(ConfigError, match=r"^DecayRetriever parameter 'reinforce': expected one of 'returned', 'none', got 'all'$"):
+    with pytest.raises(ConfigError, match=r"^DecayRetriever parameter 'reinforce': expected one of 'returned', "
+                                          r"'none', got 'all'$"):
         DecayRetriever(BM25Retriever(), reinforce="all")
     c = d.clone()
     assert len(c) == 0 and c.decay.strength_growth == 2.0

@@ -145,7 +145,9 @@ def _conversation(c: dict[str, Any], index: int, path: str, report: LoadReport, 
                   include_caption: bool, include_date: bool, turn_spacing: float) -> Dialogue:
     did = str(c.get("sample_id", f"conv-{index}"))
     conv = get_field(c, "conversation", "object", path, f"dialogue {did!r}")
-    roles = {conv.get("speaker_a"): "user", conv.get("speaker_b"): "assistant"}
+    speakers = [get_field(conv, f"speaker_{x}", "string", path, f"dialogue {did!r}")
+                if conv.get(f"speaker_{x}") is not None else None for x in "ab"]
+    roles = {speakers[0]: "user", speakers[1]: "assistant"}
     numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION_KEY.match(k)))
     for k in sorted(conv, key=lambda k: (len(k), k)):
         m = _DATE_KEY.match(k)

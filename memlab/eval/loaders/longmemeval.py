@@ -126,7 +126,8 @@ def _item(item: Any, index: int, path: str, report: LoadReport, evidence_roles: 
                 has_answer.append(tid)
         sessions.append(Session(id=sid, timestamp=starts[i], turns=turns))
     evidence = has_answer
-    answer_sessions = [str(s) for s in item.get("answer_session_ids") or []]
+    answer_sessions = ([] if item.get("answer_session_ids") is None else
+                       [str(s) for s in get_field(item, "answer_session_ids", "array", path, where)])
     known_sessions = {s.id: s for s in sessions}
     for s in answer_sessions:
         if s not in known_sessions:

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import re
-from collections import Counter
 from typing import Any
 
 from ...base import Component, ConfigError, Param
 from ...llm.base import LLM, LLMUsage, UsesLLM
-from ...llm.prompts import task_messages
-from ...llm.text import stem, terms
+from ...llm.prompts import abstract_prompt, strip_fences
+from ...llm.text import recurring_terms, recurring_topic
 from ...records import MEMORY_TYPES, Hit, MemoryRecord
 from .long_term import LongTermMemory
 from .working import Layers, Retrieve, WorkingState
 
-ABSTRACT = "abstract"
 SHOW = ("abstraction", "evidence", "both")
 
 
@@ -80,30 +77,10 @@ class Abstractor(Component):
                 if r.metadata["memory_type"] in self.memory_types and r.id not in derived]
 
     def patterns(self, memories: list[MemoryRecord]) -> list[tuple[str, str, list[MemoryRecord]]]:
-        """(term, surface word, supporting memories oldest first) for each pattern found."""
-        where: dict[str, list[MemoryRecord]] = {}
-        surface: dict[str, Counter[str]] = {}
-        for m in memories:
-            for word in dict.fromkeys(terms(m.content)):
-                if word.isdigit() or (word.isascii() and len(word) < 3):
-                    continue
-                key = stem(word)
-                if m not in where.setdefault(key, []):
-                    where[key].append(m)
-                surface.setdefault(key, Counter())[word] += 1
-        limit = self.max_share * len(memories)
-        found = sorted(((k, ms) for k, ms in where.items() if self.min_support <= len(ms) <= limit),
-                       key=lambda x: (-len(x[1]), x[0]))
-        out: list[tuple[str, str, list[MemoryRecord]]] = []
-        for key, ms in found:
-            ids = {m.id for m in ms}
-            if any(ids <= {m.id for m in taken} for _, _, taken in out):
-                continue
-            word = sorted(surface[key].items(), key=lambda x: (-x[1], x[0]))[0][0]
-            out.append((key, word, ms))
-            if len(out) == self.max_patterns:
-                break
-        return out
+        """(term, surface word, supporting memories oldest first) for each pattern found
+        (``memlab.llm.text.recurring_terms`` over the contents)."""
+        found = recurring_terms([m.content for m in memories], self.min_support, self.max_share, self.max_patterns)
+        return [(key, word, [memories[i] for i in ix]) for key, word, ix in found]
 
     def abstract(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
         """Write the abstractions found now; returns them."""
@@ -114,8 +91,7 @@ class Abstractor(Component):
             subject = f"pattern:{key}"
             if existing.get(subject) == {m.id for m in evidence}:
                 continue
-            text = (f"Recurring topic '{word}': {len(support)} memories from {_day(support[0].timestamp)} "
-                    f"to {_day(support[-1].timestamp)}.")
+            text = recurring_topic(word, len(support), _day(support[0].timestamp), _day(support[-1].timestamp))
             written.append(long_term.add_abstraction(text, [m.id for m in evidence], subject=subject))
         return written
 
@@ -144,7 +120,8 @@ class LLMAbstractor(UsesLLM, Abstractor):
     The answer must be JSON ``{"patterns": [{"abstraction": "...", "evidence": [1, 4, 7]}]}``
     (numbers as listed in the prompt); an answer that does not parse, or a pattern with too
     little or unknown evidence, is skipped and counted in ``failures``. A pattern whose
-    evidence equals an active abstraction's is not written again. ``max_share`` is not
+    evidence equals an active abstraction's is not written again; one whose evidence
+    contains an active abstraction's replaces it (marked outdated). ``max_share`` is not
     used (the model judges what is informative).
     """
 
@@ -167,20 +144,34 @@ class LLMAbstractor(UsesLLM, Abstractor):
         memories = self.pool(long_term, user_id)[-self.max_memories:]
         if len(memories) < self.min_support:
             return []
-        answer = self._call(self.llm, abstract_prompt(memories, self.min_support),
-                            max_tokens=self.max_tokens).text
-        existing = {frozenset(v) for v in self._existing(long_term).values()}
+        listed = [(_day(m.timestamp), m.content) for m in memories]
+        answer = self._call(self.llm, abstract_prompt(listed, self.min_support), max_tokens=self.max_tokens).text
+        existing = self._active_abstractions(long_term)
         written = []
         for text, evidence in self._parse(answer, memories)[:self.max_patterns]:
             ids = [m.id for m in evidence][-self.max_evidence:]
-            if frozenset(ids) in existing:
+            if frozenset(ids) in existing.values():
                 continue
-            existing.add(frozenset(ids))
-            written.append(long_term.add_abstraction(text, ids))
+            # an abstraction resting on a subset of this evidence is the same pattern, seen earlier
+            older = [i for i, ev in existing.items() if ev < frozenset(ids)]
+            record = long_term.add_abstraction(text, ids, replaces=older)
+            for i in older:
+                existing.pop(i)
+            existing[record.id] = frozenset(ids)
+            written.append(record)
         return written
 
+    @staticmethod
+    def _active_abstractions(long_term: LongTermMemory) -> dict[str, frozenset[str]]:
+        out = {}
+        for i, evidence in long_term.abstractions().items():
+            record = long_term.get(i)
+            if record is not None and record.metadata["status"] == "active":
+                out[i] = frozenset(evidence)
+        return out
+
     def _parse(self, answer: str, memories: list[MemoryRecord]) -> list[tuple[str, list[MemoryRecord]]]:
-        body = re.sub(r"^```(?:json)?\s*|\s*```$", "", answer.strip())
+        body = strip_fences(answer)
         try:
             items = json.loads(body)["patterns"]
             assert isinstance(items, list)
@@ -200,18 +191,6 @@ class LLMAbstractor(UsesLLM, Abstractor):
                 continue
             out.append((text, [memories[n - 1] for n in numbers]))
         return out
-
-
-def abstract_prompt(memories: list[MemoryRecord], min_support: int) -> list[dict[str, str]]:
-    listed = "\n".join(f"[{i}] ({_day(m.timestamp)}) {' '.join(m.content.split())}"
-                       for i, m in enumerate(memories, 1))
-    return task_messages(ABSTRACT, f"""
-Find patterns in the memories below: a habit, a recurring interest or a general trait that
-{min_support} or more of them support (e.g. several trips to European cities -> "keen on
-European city travel"). Write each pattern as one short sentence naming the person, and
-list the numbers of the memories that support it. Answer with JSON only, exactly:
-{{"patterns": [{{"abstraction": "...", "evidence": [1, 2, 3]}}]}}
-Use {{"patterns": []}} when nothing recurs.""", {"Memories": listed})
 
 
 class AbstractionRetrieve(Retrieve):

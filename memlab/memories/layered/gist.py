@@ -13,25 +13,11 @@ from typing import Any
 from ...base import Component, Param
 from ...llm.base import LLM, LLMUsage, UsesLLM
 from ...llm.counting import resolve_counter
-from ...llm.prompts import parse_numbered, render_numbered, task_messages
-from ...llm.text import sentences
+from ...llm.prompts import gist_prompt, parse_numbered
+from ...llm.text import cut_words, first_sentence
 from ...records import Hit
 from ...retrieval.selection import rerank
 from .working import Filter, WorkingState
-
-GIST = "gist"
-_HAN = ("\u4e00", "\u9fff")
-
-
-def _cut(text: str, max_words: int) -> str:
-    """At most ``max_words`` words (Chinese: 2 characters count as one word), "…" marking a cut."""
-    words = text.split()
-    han = sum(_HAN[0] <= ch <= _HAN[1] for ch in text)
-    if han > len(text) / 2:  # Chinese: no spaces between words
-        limit = 2 * max_words
-        return text if len(text) <= limit else text[:limit] + "…"
-    return text if len(words) <= max_words else " ".join(words[:max_words]) + "…"
-
 
 class FirstSentenceGist(Component):
     """Offline gist: the memory's first sentence, cut to ``max_words`` words.
@@ -46,7 +32,7 @@ class FirstSentenceGist(Component):
         self.max_words = max_words
 
     def gists(self, texts: list[str]) -> list[str]:
-        return [_cut((sentences(t) or [t.strip()])[0], self.max_words) for t in texts]
+        return [first_sentence(t, self.max_words) for t in texts]
 
     @property
     def usage(self) -> LLMUsage:
@@ -74,16 +60,8 @@ class LLMGist(UsesLLM, FirstSentenceGist):
         answer = self._call(self.llm, gist_prompt(texts, self.max_words), max_tokens=self.max_tokens).text
         lines = parse_numbered(answer)
         offline = FirstSentenceGist.gists(self, texts)
-        return [_cut(lines[i].strip(), self.max_words) if i < len(lines) and lines[i].strip() else offline[i]
+        return [cut_words(lines[i].strip(), self.max_words) if i < len(lines) and lines[i].strip() else offline[i]
                 for i in range(len(texts))]
-
-
-def gist_prompt(texts: list[str], max_words: int) -> list[dict[str, str]]:
-    return task_messages(GIST, f"""
-Rewrite each memory below as ONE sentence of at most {max_words} words that keeps its key
-fact (names, numbers, places, dates). Answer with one line per memory, numbered as given:
-[1] ...
-[2] ...""", {"Memories": render_numbered(texts)})
 
 
 class GistFilter(Filter):

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from ...base import Component, ConfigError, Param
 from ...llm.base import LLM, LLMUsage, UsesLLM
-from ...llm.prompts import render_numbered, task_messages
-from ...llm.text import sentences, stem, terms
+from ...llm.prompts import merge_prompt
+from ...llm.text import merge_sentences
 from ...records import MEMORY_TYPES, MemoryRecord
 from .long_term import LongTermMemory
-
-MERGE = "merge"
-
 
 class Merger(Component):
     """Offline merge: the originals' sentences, oldest first, without repeats.
@@ -52,17 +49,23 @@ class Merger(Component):
 
     # -- grouping (shared) -------------------------------------------------------------------
     def groups(self, long_term: LongTermMemory, user_id: str = "") -> list[list[MemoryRecord]]:
-        """The groups to merge now (see the module docstring), each oldest first."""
+        """The groups to merge now (see the module docstring), each oldest first.
+
+        Every pass searches from every memory of the pool (one search each): a pair missed
+        earlier, when other memories (summaries, abstractions) filled the ``candidates``,
+        is found once they are gone.
+        """
         derived = set(long_term.abstractions())
         pool = [r for r in long_term.records(where={"user_id": user_id}, include_outdated=False)
                 if r.metadata["memory_type"] in self.memory_types and r.id not in derived]
         allowed = {r.id for r in pool}
         taken: set[str] = set()
         out: list[list[MemoryRecord]] = []
+        where = {"user_id": user_id} if user_id else None  # "" everywhere: no filter to evaluate
         for m in pool:
             if m.id in taken:
                 continue
-            hits = long_term.search(m.content, self.candidates, where={"user_id": user_id}, reinforce="none")
+            hits = long_term.search(m.content, self.candidates, where=where, reinforce="none")
             close = [h.record for h in hits if h.id != m.id and h.id in allowed and h.id not in taken
                      and h.components["vector"]["score"] >= self.threshold]
             group = [m] + close[:self.max_group - 1]
@@ -72,19 +75,13 @@ class Merger(Component):
         return out
 
     def merge(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
-        """Merge every group; returns the merged memories written."""
+        """Merge every group (``groups``); returns the merged memories written."""
         return [long_term.consolidate([r.id for r in g], self.merged_text(g)) for g in self.groups(long_term, user_id)]
 
     # -- writing (what the subclasses change) ------------------------------------------------
     def merged_text(self, group: list[MemoryRecord]) -> str:
-        parts = [s for r in group for s in sentences(r.content)]
-        keys = [frozenset(stem(t) for t in terms(s)) for s in parts]
-        kept = []
-        for i, (s, k) in enumerate(zip(parts, keys)):
-            covered = any((k < other) or (k == other and j < i) for j, other in enumerate(keys) if j != i)
-            if not covered:
-                kept.append(s if s.endswith((".", "!", "?", "。", "！", "？")) else s + ".")
-        return " ".join(kept) if kept else group[-1].content
+        """``memlab.llm.text.merge_sentences`` of the contents (the newest one if that is empty)."""
+        return merge_sentences([r.content for r in group]) or group[-1].content
 
     @property
     def usage(self) -> LLMUsage:
@@ -108,14 +105,7 @@ class LLMMerger(UsesLLM, Merger):
                          memory_types=memory_types)
 
     def merged_text(self, group: list[MemoryRecord]) -> str:
-        text = self._call(self.llm, merge_prompt(group), max_tokens=self.max_tokens).text.strip()
+        text = self._call(self.llm, merge_prompt([r.content for r in group]), max_tokens=self.max_tokens).text.strip()
         # an empty answer must not lose the memories: fall back to the offline merge
         return text if text else Merger.merged_text(self, group)
 
-
-def merge_prompt(group: list[MemoryRecord]) -> list[dict[str, str]]:
-    return task_messages(MERGE, """
-Merge the memories below, which are about the same thing, into ONE self-contained memory
-sentence (or two) that keeps every detail: names, numbers, places, dates. If they
-disagree, keep the newest (they are listed oldest first). Output only the merged memory.""",
-                         {"Memories": render_numbered([r.content for r in group])})

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generator
 
 from ...base import Component, ConfigError, Param
 from ...extraction import Extractor
-from ...llm.base import LLM, LLMProgram, LLMUsage, UsesLLM, sum_usage
+from ...llm.base import LLM, LLMProgram, LLMUsage, Op, UsesLLM, adrive, drive, sum_usage
 from ...llm.counting import resolve_counter
 from ...records import Hit, MemoryRecord, Role
 from ...retrieval.expansion import QueryExpander
@@ -162,29 +162,24 @@ class Retrieve(Step):
         state.trace.append(f"retrieve: {len(state.queries)} quer{'y' if len(state.queries) == 1 else 'ies'}, "
                            f"{len(state.retrieved)} hit(s)")
 
-    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+    def _program(self, state: WorkingState, layers: Layers) -> Generator[Op, Any, WorkingState]:
         if self._skip(state, layers):
             return state
         history = layers.short_term.turns
-        state.query = (self.query_rewriter.rewrite(state.question, history)
-                       if self.query_rewriter is not None else state.question)
-        state.queries = (self.expander.expand(state.query, LongTermRetriever(layers.long_term),
-                                              where=state.where, now=state.now)
-                         if self.expander is not None else [state.query])
+        rewriter, expander = self.query_rewriter, self.expander
+        state.query = ((yield Op(rewriter.rewrite, rewriter.arewrite, state.question, history))
+                       if rewriter is not None else state.question)
+        state.queries = ((yield Op(expander.expand, expander.aexpand, state.query,
+                                   LongTermRetriever(layers.long_term), where=state.where, now=state.now))
+                         if expander is not None else [state.query])
         self._search(state, layers)
         return state
 
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        return drive(self._program(state, layers))
+
     async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
-        if self._skip(state, layers):
-            return state
-        history = layers.short_term.turns
-        state.query = (await self.query_rewriter.arewrite(state.question, history)
-                       if self.query_rewriter is not None else state.question)
-        state.queries = (await self.expander.aexpand(state.query, LongTermRetriever(layers.long_term),
-                                                     where=state.where, now=state.now)
-                         if self.expander is not None else [state.query])
-        self._search(state, layers)
-        return state
+        return await adrive(self._program(state, layers))
 
 
 class Filter(Step):
@@ -230,21 +225,19 @@ class Filter(Step):
         state.trace.append(f"filter: kept {len(state.selected)} of {len(state.retrieved)}")
         return state
 
-    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+    def _program(self, state: WorkingState) -> Generator[Op, Any, WorkingState]:
         hits = self._pre(state)
         if hits is None:
             return state
         if self.llm_filter is not None and hits:
-            hits = self.llm_filter.select(state.question, hits, self.k)
+            hits = yield Op(self.llm_filter.select, self.llm_filter.aselect, state.question, hits, self.k)
         return self._post(state, hits)
 
+    def run(self, state: WorkingState, layers: Layers) -> WorkingState:
+        return drive(self._program(state))
+
     async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
-        hits = self._pre(state)
-        if hits is None:
-            return state
-        if self.llm_filter is not None and hits:
-            hits = await self.llm_filter.aselect(state.question, hits, self.k)
-        return self._post(state, hits)
+        return await adrive(self._program(state))
 
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -393,43 +386,39 @@ class Update(Step):
         """Turns not yet read by the extractor."""
         return list(self._pending)
 
-    # -- sync ------------------------------------------------------------------------
-    def observe(self, record: MemoryRecord, layers: Layers) -> list[MemoryRecord]:
-        """Take in one turn; returns the long-term memories written because of it."""
-        layers.short_term.add(record)
+    def _observe(self, record: MemoryRecord, layers: Layers) -> Generator[Op, Any, list[MemoryRecord]]:
+        short = layers.short_term
+        yield Op(short.add, short.aadd, record)
         written: list[MemoryRecord] = []
         for chunk in self._chunks(layers):
-            text, sources = layers.short_term.resolved_summarizer.summarize_with_sources(chunk)
+            summarizer = short.resolved_summarizer
+            text, sources = yield Op(summarizer.summarize_with_sources, summarizer.asummarize_with_sources, chunk)
             written += self._archive(layers, chunk, text, sources)
         self._pending.append(record)
         if len(self._pending) >= self.extract_every:
-            written += self.flush(layers)
+            written += yield from self._flush(layers)
         return written
+
+    def _flush(self, layers: Layers) -> Generator[Op, Any, list[MemoryRecord]]:
+        if not self._pending:
+            return []
+        batch, self._pending = self._pending, []
+        items = yield Op(layers.extractor.extract, layers.extractor.aextract, batch)
+        return self._store(layers, batch, items)
+
+    def observe(self, record: MemoryRecord, layers: Layers) -> list[MemoryRecord]:
+        """Take in one turn; returns the long-term memories written because of it."""
+        return drive(self._observe(record, layers))
+
+    async def aobserve(self, record: MemoryRecord, layers: Layers) -> list[MemoryRecord]:
+        return await adrive(self._observe(record, layers))
 
     def flush(self, layers: Layers) -> list[MemoryRecord]:
         """Extract from the buffered turns now; returns the memories written."""
-        if not self._pending:
-            return []
-        batch, self._pending = self._pending, []
-        return self._store(layers, batch, layers.extractor.extract(batch))
-
-    # -- async -----------------------------------------------------------------------
-    async def aobserve(self, record: MemoryRecord, layers: Layers) -> list[MemoryRecord]:
-        await layers.short_term.aadd(record)
-        written: list[MemoryRecord] = []
-        for chunk in self._chunks(layers):
-            text, sources = await layers.short_term.resolved_summarizer.asummarize_with_sources(chunk)
-            written += self._archive(layers, chunk, text, sources)
-        self._pending.append(record)
-        if len(self._pending) >= self.extract_every:
-            written += await self.aflush(layers)
-        return written
+        return drive(self._flush(layers))
 
     async def aflush(self, layers: Layers) -> list[MemoryRecord]:
-        if not self._pending:
-            return []
-        batch, self._pending = self._pending, []
-        return self._store(layers, batch, await layers.extractor.aextract(batch))
+        return await adrive(self._flush(layers))
 
     # -- pipeline mode ------------------------------------------------------------------
     def run(self, state: WorkingState, layers: Layers) -> WorkingState:

@@ -51,13 +51,15 @@ class Consolidation:
         return self.get(row["memory_id"])  # type: ignore[return-value,attr-defined]
 
     def add_abstraction(self, content: str, evidence: Sequence[str], *, memory_type: str | None = None,
-                        subject: str = "", timestamp: float | None = None) -> MemoryRecord:
+                        subject: str = "", timestamp: float | None = None,
+                        replaces: Sequence[str] = ()) -> MemoryRecord:
         """Store an abstract memory supported by the active memories ``evidence`` (two or more).
 
         They stay active; ``evidence(id)`` lists them. ``source_ids`` = their source ids,
         ``timestamp`` defaults to the newest one's, ``memory_type`` to their most common type.
         With a ``subject``, the active abstractions of the same user and subject are
-        replaced: marked outdated, superseded by the new one.
+        replaced: marked outdated, superseded by the new one; so are the active
+        abstractions named in ``replaces``.
         """
         support = self._active(evidence, "add_abstraction")
         if len(support) < 2:
@@ -65,7 +67,12 @@ class Consolidation:
         row = self._derived_row(support, content, memory_type, subject, timestamp)
         ids = [r["memory_id"] for r in support]
         with self._lock:
-            replaced = [i for i in self.abstractions() if subject and self._is_active_with(i, row)]
+            known = self.abstractions()
+            unknown = [str(i) for i in replaces if str(i) not in known]
+            if unknown:
+                raise MemlabError(f"add_abstraction: {unknown[0]!r} is not an abstraction")
+            replaced = [i for i in known if (subject and self._is_active_with(i, row))
+                        or (i in {str(r) for r in replaces} and self._rows_for([i])[0]["status"] == "active")]
             row["supersedes"] = replaced
 
             def also(db: Any) -> None:

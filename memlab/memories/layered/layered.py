@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Generator
 
 from ...base import Param
-from ...llm.base import LLM, LLMUsage, sum_usage
+from ...llm.base import LLM, LLMUsage, Op, adrive, drive, sum_usage
 from ...records import Hit, MemoryRecord
 from ...filters import Where, validate_where
 from ...strategy import Context, Strategy
@@ -133,76 +133,71 @@ class LayeredMemory(Strategy):
             part.reset_usage()
         self._clear_state()
 
-    def observe(self, record: MemoryRecord) -> None:
+    # Each operation is written once, as a program of Ops (see memlab.llm.base.Op), and run
+    # with blocking calls by the plain method or awaited by its ``a``-prefixed twin.
+    def _observe(self, record: MemoryRecord) -> Generator[Op, Any, None]:
         self._seen(record)
-        self._update.observe(record, self._layers)
+        yield Op(self._update.observe, self._update.aobserve, record, self._layers)
+
+    def observe(self, record: MemoryRecord) -> None:
+        drive(self._observe(record))
 
     async def aobserve(self, record: MemoryRecord) -> None:
-        self._seen(record)
-        await self._update.aobserve(record, self._layers)
+        await adrive(self._observe(record))
+
+    def _retrieval(self, query: str, k: int, where: Where | None, now: float | None
+                   ) -> Generator[Op, Any, list[Hit]]:
+        if self.flush_on_retrieve and self._update.pending:
+            yield Op(self._update.flush, self._update.aflush, self._layers)
+            self._version += 1
+        key, state = self._new_state(query, k, where, now)
+        if self._memo is None or self._memo[0] != key:
+            self._memo = (key, (yield Op(self._retrieve.run, self._retrieve.arun, state, self._layers)))
+        return self._memo[1].retrieved[:k]
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                  now: float | None = None) -> list[Hit]:
-        if self.flush_on_retrieve and self._update.pending:
-            self._update.flush(self._layers)
-            self._version += 1
-        key, state = self._new_state(query, k, where, now)
-        if self._memo is None or self._memo[0] != key:
-            self._memo = (key, self._retrieve.run(state, self._layers))
-        return self._memo[1].retrieved[:k]
+        return drive(self._retrieval(query, k, where, now))
 
     async def aretrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                         now: float | None = None) -> list[Hit]:
-        if self.flush_on_retrieve and self._update.pending:
-            await self._update.aflush(self._layers)
-            self._version += 1
-        key, state = self._new_state(query, k, where, now)
-        if self._memo is None or self._memo[0] != key:
-            self._memo = (key, await self._retrieve.arun(state, self._layers))
-        return self._memo[1].retrieved[:k]
+        return await adrive(self._retrieval(query, k, where, now))
 
     def hit_tokens(self, hits: list[Hit]) -> list[int]:
         """Tokens of each hit as its line of the memory message (``Load.line_tokens``)."""
         return [self._load.line_tokens(h) for h in hits]
 
-    def build_context(self, query: str, *, now: float | None = None) -> Context:
+    def _context(self, query: str, now: float | None) -> Generator[Op, Any, Context]:
         state = self._prepare(query, now)
-        self.retrieve(query, self._retrieve.k, now=now)
+        yield from self._retrieval(query, self._retrieve.k, None, now)
         self._copy_retrieval(state)
-        self._filter.run(state, self._layers)
+        yield Op(self._filter.run, self._filter.arun, state, self._layers)
         self._load.run(state, self._layers)
         return self._finish(state).context  # type: ignore[return-value]
 
+    def build_context(self, query: str, *, now: float | None = None) -> Context:
+        return drive(self._context(query, now))
+
     async def abuild_context(self, query: str, *, now: float | None = None) -> Context:
-        state = self._prepare(query, now)
-        await self.aretrieve(query, self._retrieve.k, now=now)
-        self._copy_retrieval(state)
-        await self._filter.arun(state, self._layers)
-        self._load.run(state, self._layers)
-        return self._finish(state).context  # type: ignore[return-value]
+        return await adrive(self._context(query, now))
+
+    def _respond(self, message: str, now: float | None) -> Generator[Op, Any, WorkingState]:
+        yield from self._context(message, now)
+        state = self._last_state
+        assert state is not None
+        if self._answer is not None:
+            yield Op(self._answer.run, self._answer.arun, state, self._layers)
+        state.now = self._now(now)
+        yield Op(self._update.run, self._update.arun, state, self._layers)
+        self._version += 1
+        return state
 
     def respond(self, message: str, *, now: float | None = None) -> WorkingState:
         """One agent turn: build the context, answer (if ``answer`` is set), update memory."""
-        self.build_context(message, now=now)
-        state = self._last_state
-        assert state is not None
-        if self._answer is not None:
-            self._answer.run(state, self._layers)
-        state.now = self._now(now)
-        self._update.run(state, self._layers)
-        self._version += 1
-        return state
+        return drive(self._respond(message, now))
 
     async def arespond(self, message: str, *, now: float | None = None) -> WorkingState:
-        await self.abuild_context(message, now=now)
-        state = self._last_state
-        assert state is not None
-        if self._answer is not None:
-            await self._answer.arun(state, self._layers)
-        state.now = self._now(now)
-        await self._update.arun(state, self._layers)
-        self._version += 1
-        return state
+        return await adrive(self._respond(message, now))
 
     def store_size(self) -> int:
         """Active long-term memories plus short-term records (the summary, if any, and kept turns)."""

@@ -143,7 +143,12 @@ def main() -> int:
                     print(f"skip {name} at {n} turns: predicted {predicted:.0f} s > budget {args.budget:.0f} s",
                           file=sys.stderr)
                     continue
-            r = run_child(__file__, ["--one", name, str(n)])
+            try:
+                r = run_child(__file__, ["--one", name, str(n)])
+            except RuntimeError as e:  # one failed point must not lose the others
+                skipped.append({"strategy": name, "turns": n, "predicted_s": -1, "error": str(e)[-300:]})
+                print(f"{name} at {n} turns failed: {str(e)[-300:]}", file=sys.stderr)
+                break
             print(f"{name:>12} {n:>7} turns: {r['seconds']:.2f} s", file=sys.stderr)
             done.append(r)
         results.extend(done)

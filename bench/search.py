@@ -26,7 +26,7 @@ from _common import machine, peak_rss_mb, run_child, table  # first: it sets the
 
 import numpy as np  # noqa: E402
 
-EF_VALUES = [25, 100, 400, 1600]
+EF_VALUES = [100, 400, 1600]
 
 
 def data(n: int, dim: int, n_queries: int):

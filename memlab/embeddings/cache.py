@@ -4,8 +4,9 @@ The key of a text is ``sha256(embedder.identity() + "\\0" + text)``, so changing
 parameter that changes the vectors (model, dimensions, n_features) misses, while
 batch sizes or API keys do not. A query embedded by an asymmetric embedder (separate
 query mode, e5/bge) is keyed ``sha256(identity + "\\0query\\0" + text)``: the same text
-as query and as passage gives two vectors, and a symmetric embedder's keys do not change. Values are the inner embedder's output as float32
-bytes, returned bit for bit as the inner embedder computed them.
+as query and as passage gives two vectors, and a symmetric embedder's keys do not change.
+Values are the inner embedder's output as float32 bytes, returned bit for bit as the inner
+embedder computed them.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..text import HAN
 
@@ -49,6 +50,7 @@ def unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+@lru_cache(maxsize=1 << 16)  # pure, and the same words come back turn after turn
 def stem(word: str) -> str:
     """Porter stem of an ASCII word (memlab's tokenizer's); other words unchanged."""
     from ..retrieval.tokenize import porter_stem

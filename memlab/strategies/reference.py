@@ -70,15 +70,23 @@ class OracleStrategy(Strategy):
     def reset(self) -> None:
         self._records: list[MemoryRecord] = []
         self._gold: set[str] = set()
+        # id or source id -> positions of the records carrying it: a probe reads its gold
+        # records through this instead of scanning everything observed (quadratic replay)
+        self._positions: dict[str, list[int]] = {}
 
     def see_probe(self, probe: Any) -> None:
         self._gold = {str(e) for e in probe.evidence}
 
     def observe(self, record: MemoryRecord) -> None:
+        position = len(self._records)
         self._records.append(record)
+        for key in {record.id, *record.source_ids}:
+            self._positions.setdefault(key, []).append(position)
 
     def _gold_records(self) -> list[MemoryRecord]:
-        return [r for r in self._records if r.id in self._gold or set(r.source_ids) & self._gold]
+        """Records whose id or a source id is gold, in observed order."""
+        found = {p for g in self._gold for p in self._positions.get(g, ())}
+        return [self._records[p] for p in sorted(found)]
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                  now: float | None = None) -> list[Hit]:

@@ -49,17 +49,23 @@ class Merger(Component):
 
     # -- grouping (shared) -------------------------------------------------------------------
     def groups(self, long_term: LongTermMemory, user_id: str = "") -> list[list[MemoryRecord]]:
-        """The groups to merge now (see the module docstring), each oldest first."""
+        """The groups to merge now (see the module docstring), each oldest first.
+
+        Every pass searches from every memory of the pool (one search each): a pair missed
+        earlier, when other memories (summaries, abstractions) filled the ``candidates``,
+        is found once they are gone.
+        """
         derived = set(long_term.abstractions())
         pool = [r for r in long_term.records(where={"user_id": user_id}, include_outdated=False)
                 if r.metadata["memory_type"] in self.memory_types and r.id not in derived]
         allowed = {r.id for r in pool}
         taken: set[str] = set()
         out: list[list[MemoryRecord]] = []
+        where = {"user_id": user_id} if user_id else None  # "" everywhere: no filter to evaluate
         for m in pool:
             if m.id in taken:
                 continue
-            hits = long_term.search(m.content, self.candidates, where={"user_id": user_id}, reinforce="none")
+            hits = long_term.search(m.content, self.candidates, where=where, reinforce="none")
             close = [h.record for h in hits if h.id != m.id and h.id in allowed and h.id not in taken
                      and h.components["vector"]["score"] >= self.threshold]
             group = [m] + close[:self.max_group - 1]
@@ -69,7 +75,7 @@ class Merger(Component):
         return out
 
     def merge(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
-        """Merge every group; returns the merged memories written."""
+        """Merge every group (``groups``); returns the merged memories written."""
         return [long_term.consolidate([r.id for r in g], self.merged_text(g)) for g in self.groups(long_term, user_id)]
 
     # -- writing (what the subclasses change) ------------------------------------------------

@@ -84,7 +84,7 @@ def test_mmr_with_given_scores_and_lambda_one_is_plain_ranking():
     assert [i for i, _ in mmr(None, cands, [0.1, 0.9, 0.5], k=2, lambda_=1.0)] == [1, 2]
     with pytest.raises(ConfigError, match="mmr needs query_vec or scores"):
         mmr(None, cands, None, k=1)
-    with pytest.raises(ConfigError, match=r"lambda_ must be in \[0, 1\], got 2"):
+    with pytest.raises(ConfigError, match=r"^MMRSelector parameter 'lambda_': expected a number >= 0 and <= 1, got 2$"):
         mmr(None, cands, [1, 1, 1], k=1, lambda_=2)
 
 
@@ -132,7 +132,8 @@ def test_threshold_is_strict_and_validated():
     cos = float(v[0] @ v[1])
     assert len(merge_near_duplicates(records, emb, threshold=cos)) == 2
     assert len(merge_near_duplicates(records, emb, threshold=cos - 1e-6)) == 1
-    with pytest.raises(ConfigError, match="keep must be one of newest, first, got 'last'"):
+    with pytest.raises(ConfigError, match=r"^NearDuplicateMerger parameter 'keep': expected one of 'newest', "
+                                          r"'first', got 'last'$"):
         NearDuplicateMerger(keep="last")
 
 

@@ -84,8 +84,11 @@ def test_mmr_with_given_scores_and_lambda_one_is_plain_ranking():
     assert [i for i, _ in mmr(None, cands, [0.1, 0.9, 0.5], k=2, lambda_=1.0)] == [1, 2]
     with pytest.raises(ConfigError, match="mmr needs query_vec or scores"):
         mmr(None, cands, None, k=1)
-    with pytest.raises(ConfigError, match=r"^MMRSelector parameter 'lambda_': expected a number >= 0 and <= 1, got 2$"):
+    with pytest.raises(ConfigError, match=r"lambda_ must be in \[0, 1\], got 2"):
         mmr(None, cands, [1, 1, 1], k=1, lambda_=2)
+    with pytest.raises(ConfigError, match=r"^MMRSelector parameter 'lambda_': expected a number >= 0 and <= 1, "
+                                          r"got 2$"):
+        MMRSelector(lambda_=2)
 
 
 def test_mmr_selector_demotes_duplicates():

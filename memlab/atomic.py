@@ -3,17 +3,51 @@
 Every file memlab writes goes through ``atomic_write``: the bytes go to a temporary file in the
 same folder (so the rename cannot cross file systems), are flushed and fsynced, then
 ``os.replace`` puts them in place. A run killed at any moment leaves at most a stray ``.tmp`` file
-and the previous output intact. Not guaranteed: durability of the rename itself on power loss
+and the previous output intact. Several files that belong together (a sweep's results,
+summaries, provenance and plots) are written inside ``atomic_files()``: every temporary file is
+finished first and the renames come last, one right after another, so a killed run leaves
+the old set or the new set (up to the few microseconds of those renames). Not guaranteed: durability of the rename itself on power loss
 (the folder is fsynced where the OS allows) and atomicity on network file systems.
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import tempfile
 from typing import IO, Iterator
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_write_bytes"]
+__all__ = ["atomic_files", "atomic_write", "atomic_write_text", "atomic_write_bytes"]
+
+# (temporary file, target) pairs waiting for the end of an ``atomic_files`` block
+_pending: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar("_pending", default=None)
+
+
+@contextlib.contextmanager
+def atomic_files() -> Iterator[None]:
+    """Defer the renames of every ``atomic_write`` in the block to its successful end.
+
+    All the slow work (serialising, fsyncing) happens first; the files are then renamed into
+    place one after another. On an error in the block every temporary file is deleted and
+    no target is touched."""
+    if _pending.get() is not None:  # nested: the outer block commits
+        yield
+        return
+    waiting: list[tuple[str, str]] = []
+    token = _pending.set(waiting)
+    try:
+        yield
+    except BaseException:
+        for tmp, _ in waiting:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    finally:
+        _pending.reset(token)
+    for tmp, path in waiting:
+        os.replace(tmp, path)
+    for folder in dict.fromkeys(os.path.dirname(os.path.abspath(p)) for _, p in waiting):
+        _fsync_dir(folder)
 
 
 @contextlib.contextmanager
@@ -30,6 +64,10 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        waiting = _pending.get()
+        if waiting is not None:  # inside atomic_files(): renamed with the others at its end
+            waiting.append((tmp, path))
+            return
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

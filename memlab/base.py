@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import difflib
 import inspect
+import math
 import numbers
 from abc import ABCMeta, abstractmethod
 from collections.abc import Sequence
@@ -42,14 +43,16 @@ class Param:
 
     ``kind``: a type or tuple of types the value must be (``int`` never accepts a bool;
     ``float`` accepts ints too); ``ge``/``gt``/``le``/``lt``: bounds; ``choices``: the
-    allowed values; ``none``: None is allowed (and stored as given). ``expected`` overrides
-    the generated description used in the error.
+    allowed values; ``none``: None is allowed (and stored as given); ``finite``: numbers
+    must be finite. ``expected`` overrides the generated description used in the error.
     """
 
     def __init__(self, kind: type | tuple[type, ...] | None = None, *, ge: float | None = None,
                  gt: float | None = None, le: float | None = None, lt: float | None = None,
-                 choices: Sequence[Any] | None = None, none: bool = False, expected: str | None = None):
+                 choices: Sequence[Any] | None = None, none: bool = False, finite: bool = False,
+                 expected: str | None = None):
         self.kind = kind
+        self.finite = finite
         self.ge, self.gt, self.le, self.lt = ge, gt, le, lt
         self.choices = tuple(choices) if choices is not None else None
         self.none = none
@@ -67,7 +70,8 @@ class Param:
         if self.choices is not None:
             text = "one of " + ", ".join(repr(c) for c in self.choices)
         else:
-            names = [{int: "an int", float: "a number", str: "a string", bool: "a bool"}.get(k, f"a {k.__name__}")
+            number = "a finite number" if self.finite else "a number"
+            names = [{int: "an int", float: number, str: "a string", bool: "a bool"}.get(k, f"a {k.__name__}")
                      for k in self._kinds()]
             text = " or ".join(names) or "a value"
             bounds = [f"{op} {b:g}" for op, b in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
@@ -88,6 +92,8 @@ class Param:
             numeric = float in kinds and isinstance(value, numbers.Real)
             if not numeric and not isinstance(value, kinds):
                 return False
+        if self.finite and isinstance(value, numbers.Real) and not math.isfinite(value):
+            return False
         try:
             return ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
                     and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))

@@ -247,7 +247,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     ks = sorted(int(m.group(1)) for c in result.summary.columns if (m := re.fullmatch(r"recall@(\d+)", c)))
     k = 5 if 5 in ks else ks[-1]
     budgets = [c for c in result.summary.columns if re.fullmatch(r"recall@\d+tok", c)]
-    wanted = ["strategy", "n_scored", *budgets, f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", f"mrr@{k}",
+    wanted = ["strategy", "n_scored", "n_failed", *budgets, f"hit_rate@{k}", f"recall@{k}",
+              f"relevance_ratio@{k}", f"mrr@{k}",
               "context_recall", "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
     print(to_markdown(result.summary[[c for c in wanted if c in result.summary.columns]]))
     if result.output is not None:

@@ -13,7 +13,7 @@ from abc import abstractmethod
 
 import numpy as np
 
-from .base import Component, ConfigError
+from .base import Component, ConfigError, Param
 
 GROWTH_MODES = ("add", "multiply")
 
@@ -54,13 +54,6 @@ class ManualClock(Clock):
             raise ConfigError(f"seconds must be >= 0 (a clock does not run backwards), got {seconds}")
         self._now += float(seconds)
         return self._now
-
-
-def _positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
-            or not math.isfinite(value):
-        raise ConfigError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
 
 
 class DecayModel(Component):
@@ -123,6 +116,16 @@ class Ebbinghaus(DecayModel):
     re-seeds it.
     """
 
+    constraints = {
+        "time_unit": Param(float, gt=0, finite=True),
+        "initial_strength": Param(float, gt=0, finite=True),
+        "strength_growth": Param(float, finite=True),
+        "growth": Param(choices=GROWTH_MODES),
+        "forget_threshold": Param(float, ge=0, le=1),
+        "stochastic": Param(bool),
+        "seed": Param(int),
+    }
+
     def __init__(self, time_unit: float = 86400.0, initial_strength: float = 1.0,
                  strength_growth: float = 1.0, growth: str = "add", forget_threshold: float = 0.05,
                  stochastic: bool = False, seed: int = 0):
@@ -136,20 +139,11 @@ class Ebbinghaus(DecayModel):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        _positive("time_unit", self.time_unit)
-        _positive("initial_strength", self.initial_strength)
-        if self.growth not in GROWTH_MODES:
-            raise ConfigError(f"growth must be one of {', '.join(GROWTH_MODES)}, got {self.growth!r}")
-        g = self.strength_growth
-        if isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g):
-            raise ConfigError(f"strength_growth must be a finite number, got {g!r}")
+        g = self.strength_growth  # its bound depends on growth: checked here, not in constraints
         if self.growth == "add" and g < 0:
             raise ConfigError(f"strength_growth must be >= 0 with growth='add', got {g}")
         if self.growth == "multiply" and g <= 0:
             raise ConfigError(f"strength_growth must be > 0 with growth='multiply', got {g}")
-        f = self.forget_threshold
-        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f <= 1:
-            raise ConfigError(f"forget_threshold must be a number in [0, 1], got {f!r}")
         self.reset()
 
     def reset(self) -> None:
@@ -187,15 +181,15 @@ class ExponentialRecency(DecayModel):
     Strength plays no part; nothing is ever forgotten.
     """
 
+    constraints = {
+        "decay": Param(float, gt=0, le=1),
+        "time_unit": Param(float, gt=0, finite=True),
+    }
+
     def __init__(self, decay: float = 0.995, time_unit: float = 3600.0):
         self.decay = decay
         self.time_unit = time_unit
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        _positive("time_unit", self.time_unit)
-        if not 0 < self.decay <= 1:
-            raise ConfigError(f"decay must be in (0, 1], got {self.decay}")
 
     def retention(self, t: float, strength: float = 1.0) -> float:
         """decay ** t."""
@@ -214,15 +208,15 @@ class TimeWeighting(DecayModel):
     relevance by addition (``DecayRetriever(combine="add")``) to get LangChain's score.
     """
 
+    constraints = {
+        "decay_rate": Param(float, ge=0, lt=1),
+        "time_unit": Param(float, gt=0, finite=True),
+    }
+
     def __init__(self, decay_rate: float = 0.01, time_unit: float = 3600.0):
         self.decay_rate = decay_rate
         self.time_unit = time_unit
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        _positive("time_unit", self.time_unit)
-        if not 0 <= self.decay_rate < 1:
-            raise ConfigError(f"decay_rate must be in [0, 1), got {self.decay_rate}")
 
     def retention(self, t: float, strength: float = 1.0) -> float:
         """(1 - decay_rate) ** t."""

@@ -101,15 +101,24 @@ def test_time_weighting_langchain_score():
 
 
 def test_validation_messages():
-    with pytest.raises(ConfigError, match=r"forget_threshold must be a number in \[0, 1\], got 1.5"):
+    with pytest.raises(ConfigError, match=r"^Ebbinghaus parameter 'forget_threshold': expected a number >= 0 and "
+                                          r"<= 1, got 1.5$"):
         Ebbinghaus(forget_threshold=1.5)
-    with pytest.raises(ConfigError, match="growth must be one of add, multiply, got 'square'"):
+    with pytest.raises(ConfigError, match=r"^Ebbinghaus parameter 'growth': expected one of 'add', 'multiply', "
+                                          r"got 'square'$"):
         Ebbinghaus(growth="square")
-    with pytest.raises(ConfigError, match="time_unit must be a positive finite number, got 0"):
+    with pytest.raises(ConfigError, match=r"^Ebbinghaus parameter 'time_unit': expected a finite number > 0, got 0$"):
         Ebbinghaus(time_unit=0)
-    with pytest.raises(ConfigError, match=r"decay must be in \(0, 1\], got 1.5"):
+    with pytest.raises(ConfigError, match=r"^Ebbinghaus parameter 'time_unit': expected a finite number > 0, "
+                                          r"got inf$"):
+        Ebbinghaus(time_unit=float("inf"))
+    with pytest.raises(ConfigError, match=r"strength_growth must be > 0 with growth='multiply', got 0"):
+        Ebbinghaus(growth="multiply", strength_growth=0)
+    with pytest.raises(ConfigError, match=r"^ExponentialRecency parameter 'decay': expected a number > 0 and <= 1, "
+                                          r"got 1.5$"):
         ExponentialRecency(decay=1.5)
-    with pytest.raises(ConfigError, match=r"decay_rate must be in \[0, 1\), got 1"):
+    with pytest.raises(ConfigError, match=r"^TimeWeighting parameter 'decay_rate': expected a number >= 0 and < 1, "
+                                          r"got 1$"):
         TimeWeighting(decay_rate=1)
 
 

@@ -143,8 +143,8 @@ def test_sweep_compare_builtins_through_the_cli(tmp_path: Path) -> None:
     out = tmp_path / "builtins"
     assert main(["sweep", str(EXPERIMENTS / "compare_builtins.toml"), "--output", str(out)]) == 0
     results = _sweep_outputs(out)
-    expected = ["bm25", "bm25_plus", "bm25_prf", "hybrid", "hybrid_decay", "layered", "longterm", "vector",
-                "window"]
+    expected = ["bm25", "bm25_plus", "bm25_prf", "full_context", "hybrid", "hybrid_decay", "hybrid_plus", "layered",
+                "layered_lifecycle", "longterm", "oracle", "vector", "window"]
     assert results.groupby("strategy").size().to_dict() == {name: SHIPPED_PROBES for name in expected}
     assert len(list(out.glob("*.png"))) == 4
     summary = pd.read_csv(out / "summary.csv")
@@ -152,6 +152,9 @@ def test_sweep_compare_builtins_through_the_cli(tmp_path: Path) -> None:
     # strategies whose hits differ in size meet at equal tokens, with dialogue-clustered CIs
     assert (summary["tokens@256tok"] <= 256).all()
     assert (summary["recall@256tok_ci_low"] <= summary["recall@256tok"]).all()
+    # the oracle's context is exactly the gold turns: the ceiling every memory is read against
+    oracle = summary.set_index("strategy").loc["oracle"]
+    assert oracle["recall@5"] == 1.0 and oracle["relevance_ratio@5"] == 1.0
 
 
 def test_the_readme_examples_run_as_written(monkeypatch: pytest.MonkeyPatch) -> None:

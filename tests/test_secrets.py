@@ -101,5 +101,6 @@ output = "{tmp_path / 'out'}"
     assert KEY not in printed.out + printed.err
     assert {r["authorization"] for r in server.requests} == {f"Bearer {KEY}"}
     rows = pd.read_parquet(tmp_path / "out" / "results.parquet")
-    assert set(rows["param:embedder__api_key"]) == {"***"}
+    # longterm recalls with a hybrid: the embedder is its second retriever
+    assert set(rows["param:retriever__retrievers__1__embedder__api_key"]) == {"***"}
     _no_key_in_folder(tmp_path / "out")

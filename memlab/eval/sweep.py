@@ -312,7 +312,7 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
     from .compare import to_markdown
     from .results import provenance, save_results
 
-    from ..atomic import atomic_write, atomic_write_text
+    from ..atomic import atomic_files, atomic_write, atomic_write_text
 
     # Draw every plot before writing anything: a bad plot section fails with nothing written.
     figures = {}
@@ -321,17 +321,20 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
         name = plot.get("file") or f"{n:02d}_{plot.get('kind')}_{plot.get('metric', plot.get('y', ''))}.png"
         figures[str(name)] = fig
     out.mkdir(parents=True, exist_ok=True)
-    # Each file is replaced atomically; the summary and provenance go first and the results last,
-    # so a killed run leaves the previous complete results.parquet in place.
-    with atomic_write(out / "summary.csv", "w", encoding="utf-8", newline="") as fh:
-        result.summary.to_csv(fh, index=False)
-    atomic_write_text(out / "summary.md", to_markdown(result.summary) + "\n")
-    atomic_write_text(out / "provenance.json", json.dumps(provenance(user_modules=user_modules), indent=2) + "\n")
-    for name, fig in figures.items():
-        with atomic_write(out / name.replace("@", "_at_"), "wb") as fh:
-            fig.savefig(fh, dpi=120, bbox_inches="tight", format=Path(name).suffix[1:] or "png")
-        result.figures[name] = fig
-    save_results(result.results, str(out / "results.parquet"))
+    # Every file is written to a temporary sibling first and all are renamed together at the
+    # end (atomic_files), so a killed run leaves the previous complete set, not a new summary
+    # beside old results.
+    with atomic_files():
+        save_results(result.results, str(out / "results.parquet"))
+        with atomic_write(out / "summary.csv", "w", encoding="utf-8", newline="") as fh:
+            result.summary.to_csv(fh, index=False)
+        atomic_write_text(out / "summary.md", to_markdown(result.summary) + "\n")
+        atomic_write_text(out / "provenance.json",
+                          json.dumps(provenance(user_modules=user_modules), indent=2) + "\n")
+        for name, fig in figures.items():
+            with atomic_write(out / name.replace("@", "_at_"), "wb") as fh:
+                fig.savefig(fh, dpi=120, bbox_inches="tight", format=Path(name).suffix[1:] or "png")
+    result.figures.update(figures)
     return out
 
 

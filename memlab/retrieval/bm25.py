@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from ..base import ConfigError, MemlabError
+from ..base import MemlabError, Param
 from ..records import Hit, MemoryRecord
 from .base import Retriever
 from ..filters import Where, filter_view, matches
@@ -51,6 +51,13 @@ class BM25Retriever(Retriever):
 
     name = "bm25"
 
+    constraints = {
+        "variant": Param(choices=VARIANTS),
+        "k1": Param(float, ge=0, finite=True),
+        "b": Param(float, ge=0, le=1),
+        "epsilon": Param(float, finite=True),
+    }
+
     def __init__(self, tokenizer: Tokenizer | None = None, k1: float = 1.5, b: float = 0.75,
                  epsilon: float = 0.25, variant: str = "okapi"):
         super().__init__()
@@ -64,16 +71,6 @@ class BM25Retriever(Retriever):
 
     def _on_params_changed(self) -> None:
         self._tokenizer = self._resolve("tokenizer", lambda: Tokenizer())
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}")
-        for pname in ("k1", "b", "epsilon"):
-            value = getattr(self, pname)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConfigError(f"{pname} must be a finite number, got {value!r}")
-        if self.k1 < 0:
-            raise ConfigError(f"k1 must be >= 0, got {self.k1}")
-        if not 0 <= self.b <= 1:
-            raise ConfigError(f"b must be in [0, 1], got {self.b}")
         # k1, b, epsilon and variant are read at query time; a changed tokenizer (or
         # tokenizer setting) means the kept records must be tokenized again.
         key = (id(self._tokenizer), repr(self._tokenizer.get_params()))

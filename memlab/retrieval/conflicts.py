@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..base import Component, ConfigError
+from ..base import Component, Param
 from ..embeddings.base import Embedder
 from ..embeddings.hashing import HashingEmbedder
 from ..records import Hit, MemoryRecord
@@ -51,6 +51,11 @@ class ConflictResolver(Component):
       (default ``HashingEmbedder()``).
     """
 
+    constraints = {
+        "subject_key": Param(str),
+        "similarity_threshold": Param(float, ge=-1, le=1, none=True),
+    }
+
     def __init__(self, subject_key: str = "subject", similarity_threshold: float | None = None,
                  embedder: Embedder | None = None):
         self.subject_key = subject_key
@@ -60,9 +65,6 @@ class ConflictResolver(Component):
 
     def _on_params_changed(self) -> None:
         self._embedder = self._resolve("embedder", lambda: HashingEmbedder())
-        if self.similarity_threshold is not None and not -1 <= self.similarity_threshold <= 1:
-            raise ConfigError(f"similarity_threshold must be None or a cosine in [-1, 1], "
-                              f"got {self.similarity_threshold}")
 
     def find(self, new: MemoryRecord, existing: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """The records ``new`` supersedes, in the order given; nothing is marked."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections import Counter
 
-from ..base import Component, ConfigError
+from ..base import Component, ConfigError, Param
 from ..records import Hit
 from .base import Retriever, WrapperRetriever, check_candidates
 from ..filters import Where
@@ -59,6 +59,12 @@ class PseudoRelevanceFeedback(QueryExpander):
     just ``[query]`` when there is no hit, no term, or the expansion equals the query.
     """
 
+    constraints = {
+        "fb_docs": Param(int, ge=1),
+        "fb_terms": Param(int, ge=1),
+        "original_weight": Param(float, ge=0, le=1),
+    }
+
     def __init__(self, fb_docs: int = 3, fb_terms: int = 10, original_weight: float = 0.5,
                  tokenizer: Tokenizer | None = None):
         self.fb_docs = fb_docs
@@ -69,12 +75,6 @@ class PseudoRelevanceFeedback(QueryExpander):
 
     def _on_params_changed(self) -> None:
         self._tokenizer = self._resolve("tokenizer", lambda: Tokenizer(stopwords="english"))
-        for pname in ("fb_docs", "fb_terms"):
-            value = getattr(self, pname)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{pname} must be a positive int, got {value!r}")
-        if not 0 <= self.original_weight <= 1:
-            raise ConfigError(f"original_weight must be in [0, 1], got {self.original_weight}")
 
     def term_weights(self, query: str, hits: list[Hit]) -> dict[str, float]:
         """P(t) for every term of the query and the feedback hits, in first-seen order."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..base import Component, ConfigError
+from ..base import Component, ConfigError, Param
 from ..embeddings.base import Embedder
 from ..embeddings.hashing import HashingEmbedder
 from ..records import Hit, MemoryRecord
@@ -107,6 +107,10 @@ class MMRSelector(Selector):
 
     name = "mmr"
 
+    constraints = {
+        "lambda_": Param(float, ge=0, le=1),
+    }
+
     def __init__(self, embedder: Embedder | None = None, lambda_: float = 0.5):
         self.embedder = embedder
         self.lambda_ = lambda_
@@ -114,8 +118,6 @@ class MMRSelector(Selector):
 
     def _on_params_changed(self) -> None:
         self._embedder = self._resolve("embedder", lambda: HashingEmbedder())
-        if not 0 <= self.lambda_ <= 1:
-            raise ConfigError(f"lambda_ must be in [0, 1], got {self.lambda_}")
 
     def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
         _check_k(k)
@@ -212,6 +214,11 @@ class NearDuplicateMerger(Selector):
 
     name = "dedup"
 
+    constraints = {
+        "threshold": Param(float, ge=-1, le=1),
+        "keep": Param(choices=KEEP_MODES),
+    }
+
     def __init__(self, embedder: Embedder | None = None, threshold: float = 0.95, keep: str = "newest"):
         self.embedder = embedder
         self.threshold = threshold
@@ -220,10 +227,6 @@ class NearDuplicateMerger(Selector):
 
     def _on_params_changed(self) -> None:
         self._embedder = self._resolve("embedder", lambda: HashingEmbedder())
-        if self.keep not in KEEP_MODES:
-            raise ConfigError(f"keep must be one of {', '.join(KEEP_MODES)}, got {self.keep!r}")
-        if not -1 <= self.threshold <= 1:
-            raise ConfigError(f"threshold must be a cosine in [-1, 1], got {self.threshold}")
 
     def merge(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         return merge_near_duplicates(records, self._embedder, self.threshold, self.keep)

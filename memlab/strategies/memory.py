@@ -15,6 +15,7 @@ from ..embeddings.base import Embedder
 from ..memories.agent import ChatHistoryMemory, LongtermAgentMemory
 from ..records import ContextRecord, Hit, MemoryRecord
 from ..filters import Where, filter_view, matches
+from ..retrieval.base import Retriever
 from ..storage.vector import NumpyVectorStore, VectorStore
 from ..tokens import TokenCounter
 from .base import Context, Strategy
@@ -95,11 +96,21 @@ class LongtermStrategy(Strategy):
 
     A ``vector_store`` handed in is used as given: vectors already in it are recalled too,
     and ``reset`` deletes only those of the turns this strategy wrote (never the rest).
+
+    With a ``retriever`` (any ``Retriever``; the ``longterm`` built-in gives it the
+    contextual hybrid of ``hybrid_plus``) the recalls come from it instead of the vector
+    block, which then stores nothing (``embedder`` and ``vector_store`` are unused). The
+    shape stays CAMEL's: ``retrieve`` is the recall ranked by the retriever's scores, and in
+    ``build_context`` recall ``i`` of a search scores ``s_i / s_1`` (its score over the
+    best one's, so the best recall scores 1.0 like a perfect cosine) against history's
+    ``keep_rate ** j``; the newest user turn (the message being answered) never recalls
+    itself, and a recalled history record keeps one entry with the higher score.
     """
 
     def __init__(self, keep_rate: float = 0.9, window_size: int | None = None, retrieve_limit: int = 3,
                  token_limit: int = 512, embedder: Embedder | None = None,
-                 vector_store: VectorStore | None = None, token_counter: TokenCounter | None = None):
+                 vector_store: VectorStore | None = None, token_counter: TokenCounter | None = None,
+                 retriever: Retriever | None = None):
         self.keep_rate = keep_rate
         self.window_size = window_size
         self.retrieve_limit = retrieve_limit
@@ -107,6 +118,7 @@ class LongtermStrategy(Strategy):
         self.embedder = embedder
         self.vector_store = vector_store
         self.token_counter = token_counter
+        self.retriever = retriever
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
@@ -121,6 +133,8 @@ class LongtermStrategy(Strategy):
             chat_history_block=ChatHistoryBlock(keep_rate=self.keep_rate),
             vector_db_block=VectorDBBlock(storage=store, embedding=self.embedder),
             retrieve_limit=self.retrieve_limit, window_size=self.window_size)
+        if self.retriever is not None:
+            self.retriever.reset()
         self._budget = HistoryBudget(self._creator.counter)
         self._ids: set[str] = set()
         self._plain = True   # every record plain, ids unique, timestamps in order: see _fast_context
@@ -133,8 +147,12 @@ class LongtermStrategy(Strategy):
         self._on_params_changed()
 
     def observe(self, record: MemoryRecord) -> None:
-        self._memory.write_record(record)
-        self._written.append(record.id)
+        if self.retriever is None:
+            self._memory.write_record(record)
+            self._written.append(record.id)
+        else:  # the retriever is the recall index: the vector block stays empty
+            self._memory.history_block.write_records([record])
+            self.retriever.add([record])
         self._version += 1
         if self._plain:
             self._plain = (is_plain(record) and record.id not in self._ids
@@ -153,14 +171,23 @@ class LongtermStrategy(Strategy):
         if memo is not None and memo[0] == key and (memo[1] == limit or (
                 memo[1] > limit and isinstance(self._memory.vector_block.store, NumpyVectorStore))):
             return memo[2][:limit]
-        found = self._memory.vector_block.retrieve(query, limit=limit)
+        found = self._search(query, limit)
         self._recall_memo = (key, limit, found)
         return found
+
+    def _search(self, query: str, limit: int, where: Where | None = None) -> list[ContextRecord]:
+        if self.retriever is None:
+            return self._memory.vector_block.retrieve(query, limit=limit, where=where)
+        hits = self.retriever.search(query, limit, where=where)
+        best = hits[0].score if hits and hits[0].score > 0 else 1.0
+        return [ContextRecord(memory_record=h.record, score=float(h.score) / best, timestamp=h.timestamp) for h in hits]
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                  now: float | None = None) -> list[Hit]:
         if k <= 0 or not query.strip():
             return []
+        if self.retriever is not None:
+            return self.retriever.search(query, k, where=where)
         if where is not None:
             return _hits(self._memory.vector_block.retrieve(query, limit=k, where=where), k)
         return _hits(self._recall(query, k), k)
@@ -169,9 +196,27 @@ class LongtermStrategy(Strategy):
         # the fast path needs the strategy's own (numpy) store, holding only observed records
         if query.strip() and self.window_size is None and self._plain and self.vector_store is None:
             return self._fast_context(query)
+        if self.retriever is not None:
+            return _context(self._creator, self._retriever_context(query))
         records = self._memory.retrieve(query) if query.strip() else self._memory.history_block.retrieve(
             self.window_size)
         return _context(self._creator, records)
+
+    def _retriever_context(self, query: str) -> list[ContextRecord]:
+        """``history[:1] + recalls + history[1:]`` as ``LongtermAgentMemory.retrieve`` builds it."""
+        import dataclasses
+
+        history = self._memory.history_block.retrieve(self.window_size)
+        if not query.strip() or not self.retrieve_limit:
+            return history
+        position = {r.id: n for n, r in enumerate(history)}
+        candidates = self._search(query, self.retrieve_limit + len(position))
+        for cand in candidates[:self.retrieve_limit]:
+            n = position.get(cand.id)
+            if n is not None and cand.score > history[n].score:
+                history[n] = dataclasses.replace(history[n], score=cand.score)
+        recalls = [c for c in candidates if c.id not in position][:self.retrieve_limit]
+        return history[:1] + recalls + history[1:]
 
     def _fast_context(self, query: str) -> Context:
         """``build_context`` for the whole history without reading all of it (same result).
@@ -199,6 +244,7 @@ class LongtermStrategy(Strategy):
         return index[id]
 
     def store_size(self) -> int:
-        """Records in the chat history plus records in the vector block."""
-        return len(self._memory.history_block) + len(self._memory.vector_block)
+        """Records in the chat history plus records in the recall index (vector block or retriever)."""
+        index = len(self.retriever) if self.retriever is not None else len(self._memory.vector_block)
+        return len(self._memory.history_block) + index
 

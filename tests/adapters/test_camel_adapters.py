@@ -91,8 +91,12 @@ def test_longterm_self_recall_and_duplicate_question() -> None:
 
 
 def test_longterm_retrieve_matches_memlab_longterm_ranking() -> None:
+    # memlab's vector-recall LongtermStrategy (the ``longterm`` built-in recalls with a hybrid instead)
+    from memlab.embeddings.hashing import HashingEmbedder
+    from memlab.strategies.memory import LongtermStrategy
+
     theirs = _fed(strategies.get("camel_longterm"))
-    ours = _fed(strategies.get("longterm"))
+    ours = _fed(LongtermStrategy(embedder=HashingEmbedder()))
     for query in ["Where does the sister live?", "What is the budget?", "coffee in the morning"]:
         a, b = theirs.retrieve(query, 5), ours.retrieve(query, 5)
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)

@@ -183,3 +183,28 @@ def mine_slow_window(window_size: int = 3) -> SlowWindow:
                     '[run]\nks = [1]\nn_jobs = 2\n')
     assert main(["sweep", str(toml), "--output", str(tmp_path / "out"), "--quiet"]) == 0, capsys.readouterr().err
     assert len(load_results(str(tmp_path / "out" / "results.parquet"))) == 4
+
+
+TRIALS = int(os.environ.get("MEMLAB_CRASH_TRIALS", "2"))
+
+
+def test_a_sweep_killed_while_writing_leaves_the_previous_complete_set(tmp_path, tiny_file, capsys, slow_module):
+    """SIGKILL as soon as the output files are being written: results.parquet, summary.csv and
+    summary.md are still all from the previous run, or all from the new one."""
+    out = tmp_path / "out"
+    toml = _sweep_file(tmp_path, tiny_file, delay=0.0, points=1)
+    assert main(["sweep", str(toml), "--output", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    toml = _sweep_file(tmp_path, tiny_file, delay=0.0, points=3)
+    for _ in range(TRIALS):
+        proc = _start(toml, out)
+        while proc.poll() is None and not list(out.glob(".results.parquet.*.tmp")):  # the slowest file
+            time.sleep(0.001)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        results = set(load_results(str(out / "results.parquet"))["strategy"])
+        summary = pd.read_csv(out / "summary.csv")["strategy"]
+        assert set(summary) == results
+        assert len(results) in (1, 3)
+        assert sorted(results) == sorted(line.split("|")[1].strip() for line in
+                                         (out / "summary.md").read_text().splitlines()[2:])

@@ -155,9 +155,10 @@ def test_changing_k1_rescores():
 
 
 def test_config_errors_name_the_parameter():
-    with pytest.raises(ConfigError, match="variant must be one of okapi, lucene, got 'bm42'"):
+    with pytest.raises(ConfigError, match=r"^BM25Retriever parameter 'variant': expected one of 'okapi', 'lucene', "
+                                          r"got 'bm42'$"):
         BM25Retriever(variant="bm42")
-    with pytest.raises(ConfigError, match=r"b must be in \[0, 1\], got 1.5"):
+    with pytest.raises(ConfigError, match=r"^BM25Retriever parameter 'b': expected a number >= 0 and <= 1, got 1.5$"):
         BM25Retriever(b=1.5)
     with pytest.raises(MemlabError, match="k must be a non-negative int, got -1"):
         BM25Retriever().search("x", k=-1)

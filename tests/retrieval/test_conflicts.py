@@ -57,7 +57,8 @@ def test_similarity_mode_when_there_is_no_subject():
     assert r.resolve(new, [old, unrelated]) == [old]
     assert new.metadata["supersedes"] == ["a"]
     assert ConflictResolver().resolve(fact("d", "my favourite colour is red", 3.0), [new]) == []
-    with pytest.raises(ConfigError, match="similarity_threshold must be None or a cosine"):
+    with pytest.raises(ConfigError, match=r"^ConflictResolver parameter 'similarity_threshold': expected a number >= "
+                                          r"-1 and <= 1 or None"):
         ConflictResolver(similarity_threshold=2.0)
 
 

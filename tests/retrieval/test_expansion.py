@@ -106,7 +106,8 @@ def test_add_remove_reach_the_wrapped_retriever_and_params_nest():
     assert [x.id for x in inner.records()] == ["0"]
     assert r.get_params()["expander__fb_terms"] == 10
     assert r.search("apple", k=0) == [] and r.search("") == []
-    with pytest.raises(ConfigError, match=r"original_weight must be in \[0, 1\], got 2"):
+    with pytest.raises(ConfigError, match=r"^PseudoRelevanceFeedback parameter 'original_weight': expected a number "
+                                          r">= 0 and <= 1, got 2$"):
         PseudoRelevanceFeedback(original_weight=2)
 
 

@@ -86,6 +86,9 @@ def test_mmr_with_given_scores_and_lambda_one_is_plain_ranking():
         mmr(None, cands, None, k=1)
     with pytest.raises(ConfigError, match=r"lambda_ must be in \[0, 1\], got 2"):
         mmr(None, cands, [1, 1, 1], k=1, lambda_=2)
+    with pytest.raises(ConfigError, match=r"^MMRSelector parameter 'lambda_': expected a number >= 0 and <= 1, "
+                                          r"got 2$"):
+        MMRSelector(lambda_=2)
 
 
 def test_mmr_selector_demotes_duplicates():
@@ -132,7 +135,8 @@ def test_threshold_is_strict_and_validated():
     cos = float(v[0] @ v[1])
     assert len(merge_near_duplicates(records, emb, threshold=cos)) == 2
     assert len(merge_near_duplicates(records, emb, threshold=cos - 1e-6)) == 1
-    with pytest.raises(ConfigError, match="keep must be one of newest, first, got 'last'"):
+    with pytest.raises(ConfigError, match=r"^NearDuplicateMerger parameter 'keep': expected one of 'newest', "
+                                          r"'first', got 'last'$"):
         NearDuplicateMerger(keep="last")
 
 

@@ -139,11 +139,25 @@ def test_system_prompt_is_kept_and_not_reported_as_memory():
     assert "__system__" not in ctx.record_ids
 
 
-def test_longterm_strategy_retrieve_is_vector_recall():
-    s = _fed("longterm")
-    hits = s.retrieve("green tea", 2)
-    assert hits[0].id == "D1:10"
-    assert all(0.0 <= h.score <= 1.0 + 1e-6 for h in hits)
+def test_longterm_strategy_retrieve_is_the_strong_recall():
+    # longterm recalls with hybrid_plus's retriever (or bm25_plus's with embedder=None): same ranking, same scores
+    for params, twin in (({}, "hybrid_plus"), ({"embedder": None}, "bm25_plus")):
+        s, ref = _fed("longterm", **params), _fed(twin)
+        hits = s.retrieve("green tea", 3)
+        assert hits[0].id == "D1:10"
+        assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in ref.retrieve("green tea", 3)]
+
+
+def test_longterm_context_scores_recalls_relative_to_the_best_one():
+    # window_size set: the history is the last 2 turns; recalls score s_i / s_1 against keep_rate ** j
+    s = _fed("longterm", embedder=None, window_size=2, retrieve_limit=2, token_limit=100_000)
+    ranked = s.retrieve("green tea", 10)
+    records = s._retriever_context("green tea")
+    window = [r.id for r in check_records()[-2:]]
+    recalls = [h for h in ranked if h.id not in window][:2]
+    assert [r.id for r in records[1:3]] == [h.id for h in recalls]
+    assert [r.score for r in records[1:3]] == [h.score / ranked[0].score for h in recalls]
+    assert sorted(s.build_context("green tea").record_ids) == sorted(r.id for r in records)  # budget fits all
 
 
 def test_user_registration_and_pickling_of_registered_class():

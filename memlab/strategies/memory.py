@@ -224,7 +224,9 @@ class LongtermStrategy(Strategy):
         With ``window_size=None`` the memory's history is every record, so its recalls
         only raise the scores of the ``retrieve_limit`` most similar records (each is in
         the history); ``HistoryBudget`` then packs the history as the context creator
-        would, walking it from the newest end.
+        would, walking it from the newest end. With a ``retriever`` the recalls are its best
+        ``retrieve_limit`` hits: the general path's deeper search gives the same ones for
+        an exact retriever, but a fusing one (hybrid) may rank a deeper search differently.
         """
         history = self._memory.history_block._history()
         raised: dict[int, float] = {}

@@ -243,7 +243,8 @@ def test_named_layered_with_an_llm_summarises_with_it():
 def test_an_empty_summary_claims_no_folded_turns():
     from memlab import strategies
 
-    m = strategies.get("layered")  # max_turns 10, keep_recent 4
+    # max_turns 10, keep_recent 4; without events, long-term memory holds only what folding wrote
+    m = strategies.get("layered", update_step__keep_events=False)
     for i in range(1, 31):
         m.observe(MemoryRecord("user", f"ok {i}", id=f"t{i}", timestamp=T0 + i))
     ctx = m.build_context("x")

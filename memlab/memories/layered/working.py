@@ -18,6 +18,7 @@ from ...extraction import Extractor
 from ...llm.base import LLM, LLMProgram, LLMUsage, Op, UsesLLM, adrive, drive, sum_usage
 from ...llm.counting import resolve_counter
 from ...records import Hit, MemoryRecord, Role
+from ...retrieval.base import Retriever
 from ...retrieval.expansion import QueryExpander
 from ...filters import Where
 from ...retrieval.fusion import RRF, Fusion
@@ -25,6 +26,7 @@ from ...retrieval.llm_expansion import HyDEExpander, LLMQueryRewriter, MultiQuer
 from ...retrieval.llm_filter import LLMRelevanceFilter
 from ...retrieval.selection import MMRSelector, ScoreThreshold, Selector, rerank
 from ...strategy import Context
+from .keyed_index import KeyedIndex
 from .long_term import LongTermMemory, LongTermRetriever
 from .short_term import ShortTermMemory
 
@@ -102,6 +104,12 @@ class Retrieve(Step):
     every query searches long-term memory ``max(k, candidates)`` deep without reinforcing;
     several lists are fused with ``fusion`` (``RRF()`` by default). The best ``k`` are
     kept. Skipped, with no LLM call, when long-term memory holds nothing.
+
+    With a ``retriever`` (e.g. the ``bm25_plus`` or ``hybrid_plus`` retriever), queries
+    search it instead of ``LongTermMemory.search``: it indexes the active memories under
+    fact-augmented keys (``KeyedIndex``: a turn kept as an event is indexed with the facts
+    extracted from it, and returned alone), kept in step before every search. Its scores
+    are the retriever's; long-term decay does not apply to them.
     """
 
     constraints = {
@@ -110,20 +118,33 @@ class Retrieve(Step):
         "k": Param(int, ge=1),
         "candidates": Param(int, ge=1),
         "fusion": Param(Fusion, none=True),
+        "retriever": Param(Retriever, none=True),
     }
 
     def __init__(self, query_rewriter: LLMQueryRewriter | None = None,
                  expander: QueryExpander | None = None, k: int = 10, candidates: int = 20,
-                 fusion: Fusion | None = None):
+                 fusion: Fusion | None = None, retriever: Retriever | None = None):
         self.query_rewriter = query_rewriter
         self.expander = expander
         self.k = k
         self.candidates = candidates
         self.fusion = fusion
+        self.retriever = retriever
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
         self._fusion = self.fusion if self.fusion is not None else RRF()
+        self._index = KeyedIndex(self.retriever) if self.retriever is not None else None
+
+    @property
+    def index(self) -> KeyedIndex | None:
+        """The fact-augmented index searched when ``retriever`` is set (else None)."""
+        return self._index
+
+    def _search_one(self, query: str, depth: int, state: WorkingState, layers: Layers) -> list[Hit]:
+        if self._index is not None:
+            return self._index.search(layers.long_term, query, depth, where=state.where, now=state.now)
+        return layers.long_term.search(query, depth, where=state.where, now=state.now, reinforce="none")
 
     def _parts(self) -> list[Any]:
         return [self.query_rewriter, self.expander]
@@ -141,8 +162,7 @@ class Retrieve(Step):
                               f"got {state.queries[:1]!r}")
         k = state.k if state.k is not None else self.k
         depth = max(k, self.candidates)
-        lists = [layers.long_term.search(q, depth, where=state.where, now=state.now, reinforce="none")
-                 for q in state.queries]
+        lists = [self._search_one(q, depth, state, layers) for q in state.queries]
         if len(lists) == 1:
             state.retrieved = lists[0][:k]
         else:
@@ -362,16 +382,22 @@ class Update(Step):
       extractor reads the buffer and its memories are added to long-term memory, each
       timestamped with its newest source turn (``source_session`` from that turn's
       ``metadata["session_id"]`` or ``["session"]``).
+    - With ``keep_events``, every turn with text is also kept in long-term memory as it
+      is, an *event*: an ``event_summary`` of that one turn (content = the turn's text,
+      ``source_ids`` = the turn's), so no evidence is lost to extraction or summaries;
+      ``Retrieve(retriever=...)`` indexes it with the facts extracted from it.
     """
 
     constraints = {
         "extract_every": Param(int, ge=1),
         "archive_summaries": Param(bool),
+        "keep_events": Param(bool),
     }
 
-    def __init__(self, extract_every: int = 1, archive_summaries: bool = True):
+    def __init__(self, extract_every: int = 1, archive_summaries: bool = True, keep_events: bool = False):
         self.extract_every = extract_every
         self.archive_summaries = archive_summaries
+        self.keep_events = keep_events
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
@@ -389,7 +415,7 @@ class Update(Step):
     def _observe(self, record: MemoryRecord, layers: Layers) -> Generator[Op, Any, list[MemoryRecord]]:
         short = layers.short_term
         yield Op(short.add, short.aadd, record)
-        written: list[MemoryRecord] = []
+        written: list[MemoryRecord] = self._event(layers, record) if self.keep_events else []
         for chunk in self._chunks(layers):
             summarizer = short.resolved_summarizer
             text, sources = yield Op(summarizer.summarize_with_sources, summarizer.asummarize_with_sources, chunk)
@@ -452,6 +478,15 @@ class Update(Step):
     def _chunks(self, layers: Layers) -> list[list[MemoryRecord]]:
         chunks = layers.short_term.drain_folded()
         return chunks if self.archive_summaries else []
+
+    @staticmethod
+    def _event(layers: Layers, record: MemoryRecord) -> list[MemoryRecord]:
+        text = " ".join(record.content.split())
+        if not text:
+            return []
+        return layers.long_term.add_many(
+            [{"content": text, "memory_type": "event_summary", "source_ids": list(record.source_ids)}],
+            user_id=layers.user_id, source_session=_session(record), timestamp=record.timestamp)
 
     @staticmethod
     def _archive(layers: Layers, chunk: list[MemoryRecord], text: str, sources: list[str]) -> list[MemoryRecord]:

@@ -1,0 +1,97 @@
+"""Events in long-term memory, fact-augmented keys (``KeyedIndex``) and ``Retrieve(retriever=...)``."""
+
+from __future__ import annotations
+
+from memlab import strategies
+from memlab.memories.layered import (
+    Layers,
+    LongTermMemory,
+    Retrieve,
+    RuleBasedExtractor,
+    ShortTermMemory,
+    Update,
+    WorkingState,
+)
+from memlab.memories.layered.keyed_index import KeyedIndex
+from memlab.records import MemoryRecord
+from memlab.retrieval.bm25 import BM25Retriever
+from memlab.tokens import ApproxTokenCounter
+
+DAY = 86400.0
+
+
+def _layers() -> Layers:
+    return Layers(ShortTermMemory(token_counter=ApproxTokenCounter()), LongTermMemory(), RuleBasedExtractor())
+
+
+def _turn(n: int, text: str) -> MemoryRecord:
+    return MemoryRecord("user", text, id=f"D1:{n}", timestamp=n * DAY, metadata={"session_id": "s1"})
+
+
+def test_update_keeps_each_turn_as_an_event_next_to_its_facts():
+    layers, update = _layers(), Update(keep_events=True)
+    written = update.observe(_turn(1, "I moved to Denver last week.\n"), layers)
+    events = [r for r in written if r.metadata["memory_type"] == "event_summary"]
+    facts = [r for r in written if r.metadata["memory_type"] != "event_summary"]
+    assert [(e.content, e.source_ids, e.timestamp, e.metadata["source_session"]) for e in events] == \
+        [("I moved to Denver last week.", ["D1:1"], DAY, "s1")]
+    assert facts and all(f.source_ids == ["D1:1"] for f in facts)
+    assert [r.metadata["memory_type"] for r in Update().observe(_turn(2, "I moved to Denver."), _layers())] \
+        .count("event_summary") == 0  # off by default
+
+
+def test_facts_expand_the_key_of_their_turn_and_are_not_units_themselves():
+    ltm = LongTermMemory()
+    ltm.add("Caroline went to a support group.", "event_summary", source_ids=["D1:1"], timestamp=DAY)
+    ltm.add("Melanie paints sunsets.", "event_summary", source_ids=["D1:2"], timestamp=2 * DAY)
+    ltm.add("Caroline attends an LGBTQ support group", "fact", source_ids=["D1:1"], timestamp=DAY)
+    ltm.add("A chat about support and paintings", "event_summary", source_ids=["D1:1", "D1:2"], timestamp=2 * DAY)
+    ltm.add("Bob likes chess", "fact", source_ids=["D9:9"], timestamp=3 * DAY)  # no event: its own unit
+    index = KeyedIndex(BM25Retriever())
+    index.sync(ltm)
+    ids = [r.id for r in ltm.records()]
+    assert index.retriever.records()[0].content == \
+        "Caroline went to a support group.\nCaroline attends an LGBTQ support group"
+    assert [index.key(i) for i in (ids[1], ids[3], ids[4])] == \
+        ["Melanie paints sunsets.", "A chat about support and paintings", "Bob likes chess"]
+    assert len(index.retriever) == 4 and ids[2] not in index.retriever
+    hits = index.search(ltm, "LGBTQ", 3)
+    assert [h.id for h in hits] == [ids[0]]  # found through the fact, returned as the turn
+    assert hits[0].record.content == "Caroline went to a support group."
+
+
+def test_the_index_follows_long_term_memory_when_a_fact_goes_away():
+    ltm = LongTermMemory()
+    event = ltm.add("I moved last week.", "event_summary", source_ids=["D1:1"], timestamp=DAY)
+    fact = ltm.add("lives in Denver", "fact", source_ids=["D1:1"], timestamp=DAY)
+    index = KeyedIndex(BM25Retriever())
+    assert [h.id for h in index.search(ltm, "Denver", 2)] == [event.id]
+    ltm.delete([fact.id])
+    assert index.search(ltm, "Denver", 2) == []
+    assert index.key(event.id) == "I moved last week." and len(index.retriever) == 1
+
+
+def test_retrieve_with_a_retriever_searches_the_keyed_index():
+    layers, update = _layers(), Update(keep_events=True)
+    for n, text in enumerate(["My sister lives in Paris.", "I love green tea.", "We played chess."], 1):
+        update.observe(_turn(n, text), layers)
+    state = Retrieve(retriever=BM25Retriever(), k=2).run(WorkingState(question="Where does the sister live?"),
+                                                          layers)
+    assert [h.record.source_ids for h in state.retrieved] == [["D1:1"]]
+    assert state.retrieved[0].record.content == "My sister lives in Paris."
+
+
+def test_layered_builtin_recalls_turns_under_fact_augmented_keys():
+    from memlab.testing import check_records
+
+    s, plain = strategies.get("layered", embedder=None), strategies.get("bm25_plus")
+    for r in check_records():
+        s.observe(r)
+        plain.observe(r)
+    hits = s.retrieve("green tea", 3)
+    # bm25_plus ranks D1:10 first; the fact extracted from D1:9 lifts that turn above it
+    assert [h.id for h in plain.retrieve("green tea", 2)] == ["D1:10", "D1:9"]
+    assert [h.record.source_ids for h in hits] == [["D1:9"], ["D1:10"], ["D1:11"]]
+    assert hits[0].record.content == "Actually I switched from coffee to green tea last month."
+    assert s.steps["retrieve"].index.key(hits[0].id) == \
+        "Actually I switched from coffee to green tea last month.\nUser switched to green tea last month"

@@ -46,7 +46,8 @@ class Param:
     allowed values; ``none``: None is allowed (and stored as given); ``finite``: numbers
     must be finite; ``nonempty``: a string or sequence must have at least one item;
     ``each``: the value is a list or tuple whose every item the given ``Param`` accepts;
-    ``test``: a further predicate the value must pass (give ``expected`` with it).
+    ``test``: a further predicate the value must pass (give ``expected`` with it);
+    ``secret``: the error names the refused value's type only, never the value (keys).
     ``expected`` overrides the generated description used in the error.
     """
 
@@ -54,7 +55,8 @@ class Param:
                  gt: float | None = None, le: float | None = None, lt: float | None = None,
                  choices: Sequence[Any] | None = None, none: bool = False, finite: bool = False,
                  nonempty: bool = False, each: Param | None = None,
-                 test: Callable[[Any], bool] | None = None, expected: str | None = None):
+                 test: Callable[[Any], bool] | None = None, secret: bool = False,
+                 expected: str | None = None):
         if each is not None and kind is None:
             kind = (list, tuple)
         self.kind = kind
@@ -62,6 +64,7 @@ class Param:
         self.nonempty = nonempty
         self.each = each
         self.test = test
+        self.secret = secret
         self.ge, self.gt, self.le, self.lt = ge, gt, le, lt
         self.choices = tuple(choices) if choices is not None else None
         self.none = none
@@ -80,7 +83,8 @@ class Param:
             text = "one of " + ", ".join(repr(c) for c in self.choices)
         else:
             number = "a finite number" if self.finite else "a number"
-            names = [{int: "an int", float: number, str: "a string", bool: "a bool"}.get(k, f"a {k.__name__}")
+            names = [{int: "an int", float: number, str: "a string", bool: "a bool"}.get(
+                k, ("an " if k.__name__[:1] in "AEIOU" else "a ") + k.__name__)
                      for k in self._kinds()]
             if self.kind == (list, tuple):
                 names = ["a list"]
@@ -123,7 +127,8 @@ class Param:
 
     def check(self, owner: str, name: str, value: Any) -> None:
         if not self.accepts(value):
-            raise ConfigError(f"{owner} parameter {name!r}: expected {self.expected}, got {value!r}")
+            given = f"a {type(value).__name__}" if self.secret else repr(value)
+            raise ConfigError(f"{owner} parameter {name!r}: expected {self.expected}, got {given}")
 
 
 class Component(metaclass=ABCMeta):

@@ -44,15 +44,27 @@ class Param:
     ``kind``: a type or tuple of types the value must be (``int`` never accepts a bool;
     ``float`` accepts ints too); ``ge``/``gt``/``le``/``lt``: bounds; ``choices``: the
     allowed values; ``none``: None is allowed (and stored as given); ``finite``: numbers
-    must be finite. ``expected`` overrides the generated description used in the error.
+    must be finite; ``nonempty``: a string or sequence must have at least one item;
+    ``each``: the value is a list or tuple whose every item the given ``Param`` accepts;
+    ``test``: a further predicate the value must pass (give ``expected`` with it);
+    ``secret``: the error names the refused value's type only, never the value (keys).
+    ``expected`` overrides the generated description used in the error.
     """
 
     def __init__(self, kind: type | tuple[type, ...] | None = None, *, ge: float | None = None,
                  gt: float | None = None, le: float | None = None, lt: float | None = None,
                  choices: Sequence[Any] | None = None, none: bool = False, finite: bool = False,
+                 nonempty: bool = False, each: Param | None = None,
+                 test: Callable[[Any], bool] | None = None, secret: bool = False,
                  expected: str | None = None):
+        if each is not None and kind is None:
+            kind = (list, tuple)
         self.kind = kind
         self.finite = finite
+        self.nonempty = nonempty
+        self.each = each
+        self.test = test
+        self.secret = secret
         self.ge, self.gt, self.le, self.lt = ge, gt, le, lt
         self.choices = tuple(choices) if choices is not None else None
         self.none = none
@@ -71,9 +83,16 @@ class Param:
             text = "one of " + ", ".join(repr(c) for c in self.choices)
         else:
             number = "a finite number" if self.finite else "a number"
-            names = [{int: "an int", float: number, str: "a string", bool: "a bool"}.get(k, f"a {k.__name__}")
+            names = [{int: "an int", float: number, str: "a string", bool: "a bool"}.get(
+                k, ("an " if k.__name__[:1] in "AEIOU" else "a ") + k.__name__)
                      for k in self._kinds()]
+            if self.kind == (list, tuple):
+                names = ["a list"]
             text = " or ".join(names) or "a value"
+            if self.nonempty:
+                text = "a non-empty " + text.removeprefix("an ").removeprefix("a ")
+            if self.each is not None:
+                text += f" of items each {self.each.expected}"
             bounds = [f"{op} {b:g}" for op, b in ((">=", self.ge), (">", self.gt), ("<=", self.le), ("<", self.lt))
                       if b is not None]
             if bounds:
@@ -94,6 +113,12 @@ class Param:
                 return False
         if self.finite and isinstance(value, numbers.Real) and not math.isfinite(value):
             return False
+        if self.nonempty and not len(value):
+            return False
+        if self.each is not None and not all(self.each.accepts(item) for item in value):
+            return False
+        if self.test is not None and not self.test(value):
+            return False
         try:
             return ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
                     and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
@@ -102,7 +127,8 @@ class Param:
 
     def check(self, owner: str, name: str, value: Any) -> None:
         if not self.accepts(value):
-            raise ConfigError(f"{owner} parameter {name!r}: expected {self.expected}, got {value!r}")
+            given = f"a {type(value).__name__}" if self.secret else repr(value)
+            raise ConfigError(f"{owner} parameter {name!r}: expected {self.expected}, got {given}")
 
 
 class Component(metaclass=ABCMeta):

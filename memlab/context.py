@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import Component, ConfigError, MemlabError
+from .base import Component, ConfigError, MemlabError, Param
 from .records import ContextRecord, Role
 from .tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter
 
@@ -55,13 +55,12 @@ class ScoreBasedContextCreator(Component):
         self.token_limit = token_limit
         self._on_params_changed()
 
+    constraints = {
+        "token_counter": Param(TokenCounter, none=True),
+        "token_limit": Param(int, ge=1),
+    }
+
     def _on_params_changed(self) -> None:
-        limit = self.token_limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-            raise ConfigError(f"token_limit must be a positive int, got {limit!r}")
-        if self.token_counter is not None and not isinstance(self.token_counter, TokenCounter):
-            raise ConfigError(f"token_counter must be a TokenCounter or None, "
-                              f"got {type(self.token_counter).__name__}")
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
 
     @property

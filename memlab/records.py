@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .base import MemlabError
+from .base import MemlabError, Param
 
 #: The kinds of long-term memory: a fact, a preference, or a summary of events (defined
 #: here once; the extraction schema, ``ExtractedMemory`` and the SQLite CHECK read it).
 MEMORY_TYPES = ("fact", "preference", "event_summary")
+# the constraint of every ``memory_types`` parameter (the lifecycle steps that pick a pool)
+MEMORY_TYPES_PARAM = Param((tuple, list), nonempty=True, each=Param(choices=MEMORY_TYPES))
 
 
 class Role(str, Enum):

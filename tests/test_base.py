@@ -201,6 +201,24 @@ def test_declared_constraints_are_checked_before_a_value_is_stored():
         Child(n=2)
 
 
+def test_param_items_emptiness_and_predicates():
+    from memlab.base import Param
+
+    weights = Param(each=Param(float, finite=True), none=True)
+    assert weights.expected == "a list of items each a finite number or None"
+    assert weights.accepts([1, 2.5]) and weights.accepts((0,)) and weights.accepts(None)
+    assert not weights.accepts([1, float("nan")]) and not weights.accepts("12") and not weights.accepts([True])
+    kinds = Param(tuple, nonempty=True, each=Param(choices=("a", "b")))
+    assert kinds.expected == "a non-empty tuple of items each one of 'a', 'b'"
+    assert kinds.accepts(("a", "b")) and not kinds.accepts(()) and not kinds.accepts(("c",))
+    assert not kinds.accepts(["a"])
+    name = Param(str, nonempty=True)
+    assert name.expected == "a non-empty string" and not name.accepts("") and name.accepts("x")
+    slash = Param(str, test=lambda v: v.startswith("/"), expected="a path starting with '/'")
+    assert slash.accepts("/a") and not slash.accepts("a") and not slash.accepts(3)
+    assert slash.expected == "a path starting with '/'"
+
+
 def test_a_fusion_without_fuse_cannot_be_built():
     from memlab.retrieval.fusion import Fusion
 

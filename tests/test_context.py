@@ -1,3 +1,4 @@
+import re
 import random
 
 import pytest
@@ -136,15 +137,18 @@ def test_rejects_non_context_records():
 
 @pytest.mark.parametrize("bad", [0, -5, 1.5, "100", True, None])
 def test_token_limit_validation(bad):
-    with pytest.raises(ConfigError, match=r"token_limit must be a positive int, got"):
+    message = re.escape(f"ScoreBasedContextCreator parameter 'token_limit': expected an int >= 1, got {bad!r}")
+    with pytest.raises(ConfigError, match=message):
         ScoreBasedContextCreator(token_limit=bad)
     c = ScoreBasedContextCreator(token_limit=10)
-    with pytest.raises(ConfigError, match=r"token_limit must be a positive int"):
+    with pytest.raises(ConfigError, match=message):
         c.set_params(token_limit=bad)
+    assert c.token_limit == 10
 
 
 def test_token_counter_validation_and_default():
-    with pytest.raises(ConfigError, match=r"token_counter must be a TokenCounter or None, got str"):
+    with pytest.raises(ConfigError, match=r"ScoreBasedContextCreator parameter 'token_counter': "
+                                          r"expected a TokenCounter or None, got 'o200k_base'"):
         ScoreBasedContextCreator(token_counter="o200k_base")
     c = ScoreBasedContextCreator()
     assert isinstance(c.counter, TiktokenCounter) and c.counter.encoding_name == "o200k_base"

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import ConfigError, MemlabError, Warmable
+from ..base import MemlabError, Param, Warmable
 from ..storage.sqlite import connect
 from .base import Embedder
 
@@ -58,6 +58,8 @@ class CachedEmbedder(Embedder, Warmable):
             done += len(batch_texts)
         return done
 
+    constraints = {"embedder": Param(Embedder)}
+
     def __init__(self, embedder: Embedder, path: str | os.PathLike[str] | None = None):
         self.embedder = embedder
         self.path = path
@@ -65,8 +67,6 @@ class CachedEmbedder(Embedder, Warmable):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if not isinstance(self.embedder, Embedder):
-            raise ConfigError(f"embedder must be a memlab Embedder, got {type(self.embedder).__name__}")
         self.close()
         self._hits = 0
         self._misses = 0

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import ConfigError, MemlabError
+from ..base import MemlabError, Param
 from .base import Embedder
 
 VARIANTS = ("original",)
@@ -40,16 +40,12 @@ class E5Embedder(Embedder):
     ``batch_size`` texts are sent to the engine per call; it does not change the vectors.
     """
 
+    constraints = {"variant": Param(choices=VARIANTS), "batch_size": Param(int, ge=1)}
+
     def __init__(self, variant: str = "original", batch_size: int = 64):
         self.variant = variant
         self.batch_size = batch_size
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive int, got {self.batch_size!r}")
 
     @property
     def dim(self) -> int:

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from ..base import ConfigError
+from ..base import Param
 from ..text import HAN, KANA
 from .base import Embedder
 
@@ -49,6 +49,14 @@ class HashingEmbedder(Embedder):
     ``embed`` scales v to unit length; a text with no tokens is the zero vector.
     """
 
+    constraints = {
+        "n_features": Param(int, ge=1),
+        "char_ngrams": Param((tuple, list), none=True, each=Param(int, ge=1),
+                             test=lambda v: len(v) == 2 and v[0] <= v[1],
+                             expected="None or (min, max) ints with 1 <= min <= max"),
+        "char_weight": Param(float, ge=0),
+    }
+
     def __init__(self, n_features: int = 384, char_ngrams: tuple[int, int] | None = None,
                  char_weight: float = 0.5):
         self.n_features = n_features
@@ -57,18 +65,6 @@ class HashingEmbedder(Embedder):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if not isinstance(self.n_features, int) or self.n_features < 1:
-            raise ConfigError(f"n_features must be a positive int, got {self.n_features!r}")
-        if self.char_ngrams is not None:
-            ok = (isinstance(self.char_ngrams, (tuple, list)) and len(self.char_ngrams) == 2
-                  and all(isinstance(n, int) and not isinstance(n, bool) for n in self.char_ngrams)
-                  and 1 <= self.char_ngrams[0] <= self.char_ngrams[1])
-            if not ok:
-                raise ConfigError(f"char_ngrams must be None or (min, max) ints with 1 <= min <= max, "
-                                  f"got {self.char_ngrams!r}")
-        if isinstance(self.char_weight, bool) or not isinstance(self.char_weight, (int, float)) \
-                or not self.char_weight >= 0:
-            raise ConfigError(f"char_weight must be a number >= 0, got {self.char_weight!r}")
         self._cache: dict[str, tuple[int, float]] = {}
 
     @property

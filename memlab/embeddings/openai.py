@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import ConfigError, MemlabError
+from ..base import MemlabError, Param
 from ..secrets import Secret, as_secret, reveal
 from .base import Embedder
 
@@ -34,6 +34,15 @@ class OpenAIEmbedder(Embedder):
     base_url; key, timeout, retries and batch size do not change the vectors.
     """
 
+    constraints = {
+        "model": Param(str, nonempty=True),
+        "api_key": Param((str, Secret), none=True, secret=True, expected="a string or None"),
+        "dimensions": Param(int, ge=1, none=True),
+        "timeout": Param(float, gt=0),
+        "max_retries": Param(int, ge=0),
+        "batch_size": Param(int, ge=1),
+    }
+
     def __init__(self, model: str = "text-embedding-3-small", base_url: str | None = None,
                  api_key: str | None = None, dimensions: int | None = None, timeout: float = 30.0,
                  max_retries: int = 2, batch_size: int = 256):
@@ -47,20 +56,7 @@ class OpenAIEmbedder(Embedder):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.api_key is not None and not isinstance(self.api_key, (str, Secret)):
-            raise ConfigError(f"api_key must be a string or None, got {type(self.api_key).__name__}")
         self.api_key = as_secret(self.api_key)  # never printed, logged or written (memlab.secrets)
-        if not isinstance(self.model, str) or not self.model:
-            raise ConfigError(f"model must be a non-empty string, got {self.model!r}")
-        for name, low in (("batch_size", 1), ("max_retries", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
-        if self.dimensions is not None and (isinstance(self.dimensions, bool)
-                                            or not isinstance(self.dimensions, int) or self.dimensions < 1):
-            raise ConfigError(f"dimensions must be None or a positive int, got {self.dimensions!r}")
-        if not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         self._client: Any = None
         self._client_lock = threading.Lock()
         self._dim: int | None = self.dimensions or KNOWN_DIMS.get(self.model)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import ConfigError, MemlabError
+from ..base import MemlabError, Param
 from .base import Embedder
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -91,6 +91,13 @@ class SentenceTransformerEmbedder(Embedder):
     are in it when not empty.
     """
 
+    constraints = {
+        "model_name": Param(str, nonempty=True),
+        "batch_size": Param(int, ge=1),
+        "query_prefix": Param(str, none=True),
+        "passage_prefix": Param(str, none=True),
+    }
+
     def __init__(self, model_name: str = MINILM, device: str = "cpu", batch_size: int = 64,
                  query_prefix: str | None = None, passage_prefix: str | None = None):
         self.model_name = model_name
@@ -101,14 +108,6 @@ class SentenceTransformerEmbedder(Embedder):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if not isinstance(self.model_name, str) or not self.model_name:
-            raise ConfigError(f"model_name must be a non-empty string, got {self.model_name!r}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive int, got {self.batch_size!r}")
-        for name in ("query_prefix", "passage_prefix"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(f"{name} must be None or a string, got {value!r}")
         query, passage = default_prefixes(self.model_name)
         self._query_prefix = query if self.query_prefix is None else self.query_prefix
         self._passage_prefix = passage if self.passage_prefix is None else self.passage_prefix

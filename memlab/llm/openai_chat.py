@@ -26,7 +26,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from ..base import ConfigError, MemlabError
+from ..base import ConfigError, MemlabError, Param
 from ..secrets import Secret, as_secret, reveal
 from .base import LLM, Completion, LLMError, Message
 from .cache import ResponseCache
@@ -56,6 +56,16 @@ class OpenAIChat(LLM):
     such a hit at the tokens its original call cost (see ``LLMUsage``).
     """
 
+    constraints = {
+        "api_key": Param((str, Secret), none=True, secret=True, expected="a string or None"),
+        "temperature": Param(float, ge=0, le=2),
+        "max_tokens": Param(int, ge=1, none=True),
+        "timeout": Param(float, gt=0),
+        "max_retries": Param(int, ge=0),
+        "backoff": Param(float, ge=0),
+        "cache": Param(ResponseCache, none=True),
+    }
+
     def __init__(self, model: str | None = None, base_url: str | None = None,
                  api_key: str | None = None, temperature: float = 0.0,
                  max_tokens: int | None = None, timeout: float = 30.0, max_retries: int = 3,
@@ -72,21 +82,7 @@ class OpenAIChat(LLM):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.api_key is not None and not isinstance(self.api_key, (str, Secret)):
-            raise ConfigError(f"api_key must be a string or None, got {type(self.api_key).__name__}")
         self.api_key = as_secret(self.api_key)  # never printed, logged or written (memlab.secrets)
-        if not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
-        if not isinstance(self.max_retries, int) or self.max_retries < 0:
-            raise ConfigError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
-        if not isinstance(self.backoff, (int, float)) or self.backoff < 0:
-            raise ConfigError(f"backoff must be >= 0 seconds, got {self.backoff!r}")
-        if not isinstance(self.temperature, (int, float)) or not 0 <= self.temperature <= 2:
-            raise ConfigError(f"temperature must be in [0, 2], got {self.temperature!r}")
-        if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 1):
-            raise ConfigError(f"max_tokens must be a positive int or None, got {self.max_tokens!r}")
-        if self.cache is not None and not isinstance(self.cache, ResponseCache):
-            raise ConfigError(f"cache must be a ResponseCache or None, got {type(self.cache).__name__}")
         self._client: Any = None
         self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._client_lock = threading.Lock()

@@ -14,7 +14,7 @@ import math
 from abc import abstractmethod
 from collections.abc import Sequence
 
-from ..base import Component, ConfigError
+from ..base import Component, ConfigError, Param
 
 Ranked = Sequence[tuple[str, float]]
 NORMALIZATIONS = ("minmax", "zscore", "none")
@@ -136,19 +136,18 @@ class Fusion(Component):
              weights: Sequence[float] | None = None) -> list[tuple[str, float]]: ...
 
 
+WEIGHTS_PARAM = Param(each=Param(float, finite=True), none=True)
+
+
 class RRF(Fusion):
     """Reciprocal rank fusion (see ``rrf``)."""
+
+    constraints = {"k": Param(float, ge=0), "weights": WEIGHTS_PARAM}
 
     def __init__(self, k: float = 60, weights: list[float] | None = None):
         self.k = k
         self.weights = weights
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, float)) or self.k < 0:
-            raise ConfigError(f"k must be a non-negative number, got {self.k!r}")
-        if self.weights is not None:
-            check_weights(self.weights, len(self.weights))
 
     def fuse(self, ranked_lists, weights=None):
         return rrf(ranked_lists, weights if weights is not None else self.weights, self.k)
@@ -157,21 +156,15 @@ class RRF(Fusion):
 class WeightedSum(Fusion):
     """Weighted sum of normalised scores (see ``weighted_sum``)."""
 
+    constraints = {"weights": WEIGHTS_PARAM, "normalization": Param(choices=NORMALIZATIONS),
+                   "missing": Param(choices=MISSING)}
+
     def __init__(self, weights: list[float] | None = None, normalization: str = "minmax",
                  missing: str = "zero"):
         self.weights = weights
         self.normalization = normalization
         self.missing = missing
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if self.normalization not in NORMALIZATIONS:
-            raise ConfigError(f"normalization must be one of {', '.join(NORMALIZATIONS)}, "
-                              f"got {self.normalization!r}")
-        if self.missing not in MISSING:
-            raise ConfigError(f"missing must be one of {', '.join(MISSING)}, got {self.missing!r}")
-        if self.weights is not None:
-            check_weights(self.weights, len(self.weights))
 
     def fuse(self, ranked_lists, weights=None):
         return weighted_sum(ranked_lists, weights if weights is not None else self.weights,

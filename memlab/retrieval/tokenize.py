@@ -15,7 +15,7 @@ import logging
 import re
 from typing import Any
 
-from ..base import Component, ConfigError
+from ..base import Component, ConfigError, Param
 from ..text import HAN, HAN_SUPPLEMENTARY
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -63,6 +63,13 @@ class Tokenizer(Component):
     ``snowballstemmer``; applied to ASCII letter tokens of three letters or more).
     """
 
+    constraints = {
+        "chinese": Param(choices=CHINESE_MODES),
+        "stemmer": Param(choices=STEMMERS, none=True),
+        "stopwords": Param(none=True, expected="None, 'english' or a list of words",
+                           test=lambda v: v == "english" or isinstance(v, (list, tuple, set, frozenset))),
+    }
+
     def __init__(self, lowercase: bool = True, stopwords: str | list[str] | None = None,
                  stemmer: str | None = None, chinese: str = "bigram"):
         self.lowercase = lowercase
@@ -72,18 +79,12 @@ class Tokenizer(Component):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.chinese not in CHINESE_MODES:
-            raise ConfigError(f"chinese must be one of {', '.join(CHINESE_MODES)}, got {self.chinese!r}")
-        if self.stemmer is not None and self.stemmer not in STEMMERS:
-            raise ConfigError(f"stemmer must be None or one of {', '.join(STEMMERS)}, got {self.stemmer!r}")
         if self.stopwords is None:
             self._stop: frozenset[str] = frozenset()
         elif self.stopwords == "english":
             self._stop = ENGLISH_STOPWORDS
-        elif isinstance(self.stopwords, (list, tuple, set, frozenset)):
-            self._stop = frozenset(str(w).lower() for w in self.stopwords)
         else:
-            raise ConfigError(f"stopwords must be None, 'english' or a list of words, got {self.stopwords!r}")
+            self._stop = frozenset(str(w).lower() for w in self.stopwords)
         self._stem_cache: dict[str, str] = {}
 
     def __call__(self, text: str) -> list[str]:

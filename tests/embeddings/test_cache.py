@@ -112,7 +112,7 @@ def test_pickle_reopens_the_file(tmp_path):
 
 
 def test_errors():
-    with pytest.raises(MemlabError, match="embedder must be a memlab Embedder, got str"):
+    with pytest.raises(MemlabError, match="CachedEmbedder parameter 'embedder': expected an Embedder, got 'hashing'"):
         CachedEmbedder("hashing")
     cache = CachedEmbedder(HashingEmbedder())
     cache.close()

@@ -89,10 +89,11 @@ def test_params_clone_and_identity():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"n_features": 0}, "n_features must be a positive int, got 0"),
-    ({"char_ngrams": (3, 2)}, "char_ngrams must be None or"),
-    ({"char_ngrams": 3}, "char_ngrams must be None or"),
-    ({"char_weight": -1.0}, "char_weight must be a number >= 0, got -1.0"),
+    ({"n_features": 0}, "HashingEmbedder parameter 'n_features': expected an int >= 1, got 0"),
+    ({"char_ngrams": (3, 2)}, r"HashingEmbedder parameter 'char_ngrams': expected None or \(min, max\) ints "
+                              r"with 1 <= min <= max, got \(3, 2\)"),
+    ({"char_ngrams": 3}, r"HashingEmbedder parameter 'char_ngrams': expected None or .*, got 3$"),
+    ({"char_weight": -1.0}, "HashingEmbedder parameter 'char_weight': expected a number >= 0, got -1.0"),
 ])
 def test_invalid_parameters(kwargs, message):
     with pytest.raises(MemlabError, match=message):

@@ -139,10 +139,11 @@ def test_identity_ignores_transport_parameters():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"batch_size": 0}, "batch_size must be an int >= 1, got 0"),
-    ({"max_retries": -1}, "max_retries must be an int >= 0, got -1"),
-    ({"dimensions": 0}, "dimensions must be None or a positive int, got 0"),
-    ({"timeout": 0}, "timeout must be a positive number of seconds, got 0"),
+    ({"batch_size": 0}, "OpenAIEmbedder parameter 'batch_size': expected an int >= 1, got 0"),
+    ({"max_retries": -1}, "OpenAIEmbedder parameter 'max_retries': expected an int >= 0, got -1"),
+    ({"dimensions": 0}, "OpenAIEmbedder parameter 'dimensions': expected an int >= 1 or None, got 0"),
+    ({"timeout": 0}, "OpenAIEmbedder parameter 'timeout': expected a number > 0, got 0"),
+    ({"api_key": b"sk-x"}, "OpenAIEmbedder parameter 'api_key': expected a string or None, got a bytes$"),
 ])
 def test_invalid_parameters(kwargs, message):
     with pytest.raises(MemlabError, match=message):

@@ -124,7 +124,7 @@ def test_sentence_transformer_prefixes_identity_and_asymmetry():
     assert '"passage_prefix": "passage: "' in e5.identity() and '"query_prefix": "query: "' in e5.identity()
     custom = SentenceTransformerEmbedder("/models/x", query_prefix="Q: ", passage_prefix="")
     assert custom.prefixes == ("Q: ", "") and custom.asymmetric
-    with pytest.raises(MemlabError, match="query_prefix must be None or a string, got 3"):
+    with pytest.raises(MemlabError, match="SentenceTransformerEmbedder parameter 'query_prefix': expected a string or None, got 3"):
         SentenceTransformerEmbedder(query_prefix=3)
 
 
@@ -155,7 +155,7 @@ def test_e5_embedder_offline_query_and_passage_modes():
 
 
 def test_e5_bad_parameters():
-    with pytest.raises(MemlabError, match="variant must be one of original, got 'large'"):
+    with pytest.raises(MemlabError, match="E5Embedder parameter 'variant': expected one of 'original', got 'large'"):
         E5Embedder(variant="large")
 
 

@@ -33,9 +33,9 @@ def test_identity_ignores_batch_size_and_device_and_spelling():
 
 
 def test_invalid_parameters():
-    with pytest.raises(MemlabError, match="batch_size must be a positive int, got 0"):
+    with pytest.raises(MemlabError, match="SentenceTransformerEmbedder parameter 'batch_size': expected an int >= 1, got 0"):
         SentenceTransformerEmbedder(batch_size=0)
-    with pytest.raises(MemlabError, match="model_name must be a non-empty string"):
+    with pytest.raises(MemlabError, match="SentenceTransformerEmbedder parameter 'model_name': expected a non-empty string, got ''"):
         SentenceTransformerEmbedder(model_name="")
 
 

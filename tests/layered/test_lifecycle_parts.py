@@ -119,7 +119,8 @@ def test_merger_groups_by_similarity_and_shrinks_the_store():
     assert Merger(threshold=1.0).groups(LongTermMemory()) == []
     with pytest.raises(ConfigError, match="Merger parameter 'threshold': expected a number >= -1 and <= 1, got 2"):
         Merger(threshold=2)
-    with pytest.raises(ConfigError, match="memory_types must be a non-empty tuple"):
+    with pytest.raises(ConfigError, match=r"Merger parameter 'memory_types': expected a non-empty tuple or a list of "
+                       r"items each one of 'fact', 'preference', 'event_summary', got \('opinion',\)"):
         Merger(memory_types=("opinion",))
 
 

@@ -222,11 +222,11 @@ def test_constructor_is_offline_and_validates():
     assert llm._client is None
     assert "secret" not in repr(llm) and "'***'" in repr(llm)
     assert llm.clone().get_params()["model"] == "m"
-    with pytest.raises(ConfigError, match="timeout must be a positive number of seconds, got 0"):
+    with pytest.raises(ConfigError, match="OpenAIChat parameter 'timeout': expected a number > 0, got 0"):
         OpenAIChat(timeout=0)
-    with pytest.raises(ConfigError, match="max_retries must be an int >= 0, got -1"):
+    with pytest.raises(ConfigError, match="OpenAIChat parameter 'max_retries': expected an int >= 0, got -1"):
         OpenAIChat(max_retries=-1)
-    with pytest.raises(ConfigError, match=r"temperature must be in \[0, 2\], got 3"):
+    with pytest.raises(ConfigError, match="OpenAIChat parameter 'temperature': expected a number >= 0 and <= 2, got 3"):
         OpenAIChat(temperature=3)
 
 

@@ -99,8 +99,11 @@ def test_component_wrappers():
     assert WeightedSum().get_params() == {"weights": None, "normalization": "minmax", "missing": "zero"}
     assert WeightedSum(normalization="zscore", missing="min").fuse([A, B]) == weighted_sum(
         [A, B], None, "zscore", "min")
-    with pytest.raises(ConfigError, match="missing must be one of zero, min, got 'max'"):
+    with pytest.raises(ConfigError, match="WeightedSum parameter 'missing': expected one of 'zero', 'min', got 'max'"):
         WeightedSum(missing="max")
-    with pytest.raises(ConfigError, match="k must be a non-negative number"):
+    with pytest.raises(ConfigError, match="RRF parameter 'k': expected a number >= 0, got -1"):
         RRF(k=-1)
+    with pytest.raises(ConfigError, match=r"RRF parameter 'weights': expected a list of items each a finite "
+                                          r"number or None, got \[1, nan\]"):
+        RRF(weights=[1, float("nan")])
     assert rrf([]) == [] and rrf([[], []]) == []

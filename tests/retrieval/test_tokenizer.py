@@ -83,11 +83,14 @@ def test_chinese_jieba_mode_is_deterministic():
 
 
 def test_invalid_config_names_parameter():
-    with pytest.raises(ConfigError, match="chinese must be one of bigram, char, char\\+bigram, jieba, got 'pinyin'"):
+    with pytest.raises(ConfigError, match=r"Tokenizer parameter 'chinese': expected one of 'bigram', 'char', "
+                                          r"'char\+bigram', 'jieba', got 'pinyin'"):
         Tokenizer(chinese="pinyin")
-    with pytest.raises(ConfigError, match="stemmer must be None or one of porter, english, got 'snowball'"):
+    with pytest.raises(ConfigError, match="Tokenizer parameter 'stemmer': expected one of 'porter', 'english' "
+                                          "or None, got 'snowball'"):
         Tokenizer(stemmer="snowball")
-    with pytest.raises(ConfigError, match="stopwords must be None, 'english' or a list"):
+    with pytest.raises(ConfigError, match="Tokenizer parameter 'stopwords': expected None, 'english' or a list "
+                                          "of words, got 'french'"):
         Tokenizer(stopwords="french")
 
 

@@ -13,11 +13,11 @@ import datetime as _dt
 import json
 from typing import Any
 
-from ...base import Component, ConfigError, Param
+from ...base import Component, Param
 from ...llm.base import LLM, LLMUsage, UsesLLM
 from ...llm.prompts import abstract_prompt, strip_fences
 from ...llm.text import recurring_terms, recurring_topic
-from ...records import MEMORY_TYPES, Hit, MemoryRecord
+from ...records import MEMORY_TYPES_PARAM, Hit, MemoryRecord
 from .long_term import LongTermMemory
 from .working import Layers, Retrieve, WorkingState
 
@@ -54,6 +54,7 @@ class Abstractor(Component):
         "max_share": Param(float, gt=0.0, le=1.0),
         "max_patterns": Param(int, ge=1),
         "max_evidence": Param(int, ge=2),
+        "memory_types": MEMORY_TYPES_PARAM,
     }
 
     def __init__(self, min_support: int = 3, max_share: float = 0.5, max_patterns: int = 3,
@@ -64,12 +65,6 @@ class Abstractor(Component):
         self.max_evidence = max_evidence
         self.memory_types = memory_types
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        unknown = [t for t in self.memory_types if t not in MEMORY_TYPES]
-        if unknown or not self.memory_types:
-            raise ConfigError(f"memory_types must be a non-empty tuple of {', '.join(MEMORY_TYPES)}, "
-                              f"got {self.memory_types!r}")
 
     def pool(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
         derived = set(long_term.abstractions())

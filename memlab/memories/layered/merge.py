@@ -11,11 +11,11 @@ the originals (marked outdated, not deleted) and keeps all their source turns.
 
 from __future__ import annotations
 
-from ...base import Component, ConfigError, Param
+from ...base import Component, Param
 from ...llm.base import LLM, LLMUsage, UsesLLM
 from ...llm.prompts import merge_prompt
 from ...llm.text import merge_sentences
-from ...records import MEMORY_TYPES, MemoryRecord
+from ...records import MEMORY_TYPES_PARAM, MemoryRecord
 from .long_term import LongTermMemory
 
 class Merger(Component):
@@ -31,6 +31,7 @@ class Merger(Component):
         "threshold": Param(float, ge=-1.0, le=1.0),
         "max_group": Param(int, ge=2),
         "candidates": Param(int, ge=2),
+        "memory_types": MEMORY_TYPES_PARAM,
     }
 
     def __init__(self, threshold: float = 0.5, max_group: int = 4, candidates: int = 10,
@@ -40,12 +41,6 @@ class Merger(Component):
         self.candidates = candidates
         self.memory_types = memory_types
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        unknown = [t for t in self.memory_types if t not in MEMORY_TYPES]
-        if unknown or not self.memory_types:
-            raise ConfigError(f"memory_types must be a non-empty tuple of {', '.join(MEMORY_TYPES)}, "
-                              f"got {self.memory_types!r}")
 
     # -- grouping (shared) -------------------------------------------------------------------
     def groups(self, long_term: LongTermMemory, user_id: str = "") -> list[list[MemoryRecord]]:

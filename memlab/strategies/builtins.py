@@ -231,7 +231,9 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
     ``LayeredMemory`` does for every part it builds itself.
 
     Long-term memory keeps every turn as an event next to the extracted facts
-    (``Update(keep_events=True)``) and is searched by ``hybrid_plus``'s retriever
+    (``Update(keep_events=True)``; folded chunks are not archived as summaries there, since
+    their turns are kept verbatim: on LoCoMo the summaries cost 2.5 points of recall@512tok
+    as units competing for the budget) and is searched by ``hybrid_plus``'s retriever
     (``embedder`` as for ``longterm``: "e5" by default, None for ``bm25_plus``'s contextual
     BM25 alone) over fact-augmented keys: each turn indexed with the facts extracted from
     it (``Retrieve(retriever=...)``, ``KeyedIndex``).
@@ -243,7 +245,7 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
     return LayeredMemory(short_term=ShortTermMemory(max_turns=max_turns, keep_recent=keep_recent,
                                                     token_budget=token_budget, summarizer=summarizer),
                          retrieve_step=Retrieve(retriever=_recall_retriever(embedder)),
-                         update_step=Update(keep_events=True), llm=model)
+                         update_step=Update(keep_events=True, archive_summaries=False), llm=model)
 
 
 def _recall_retriever(embedder: Any):

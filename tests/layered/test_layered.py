@@ -219,13 +219,13 @@ def test_named_layered_with_an_llm_summarises_with_it():
     assert (m.steps["short_term"].max_turns, m.steps["short_term"].keep_recent) == (10, 4)
     for r in turns:
         m.observe(r)
-    # turn 11 > max_turns 10: turns 1-7 are folded, once into the running summary and once
-    # into the archived event summary, the same prompt both times (no previous summary);
+    # turn 11 > max_turns 10: turns 1-7 are folded into the running summary (the built-in keeps
+    # turns as events, so it archives no event summary of the chunk: one call, not two);
     # LLMSummarizer() asks for at most 0.75 * 200 = 150 words
     prompt = TiktokenCounter().count_messages(summarize_prompt(turns[:7], "", 150))
     assert prompt == 220
-    assert m.usage_by_step()["summarize"] == {"prompt_tokens": 2 * prompt, "completion_tokens": 98,
-                                              "calls": 2, "cached_calls": 0,
+    assert m.usage_by_step()["summarize"] == {"prompt_tokens": prompt, "completion_tokens": 49,
+                                              "calls": 1, "cached_calls": 0,
             "cached_tokens": 0, "format_errors": 0}
     # an LLM summary is attributed lexically: a folded turn counts when at least half of its
     # stemmed content terms are in the summary ("Nice to meet you, Ann." and "Coffee lovers

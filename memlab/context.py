@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import Component, ConfigError, MemlabError, Param
+from .base import Component, MemlabError, Param
 from .records import ContextRecord, Role
 from .tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter
 

@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .base import Component, ConfigError, MemlabError
+from .base import Component, ConfigError, MemlabError, Param
 
 #: Fixed framing tokens per message and for priming the reply (OpenAI cookbook).
 TOKENS_PER_MESSAGE = 3
@@ -113,16 +113,11 @@ class ApproxTokenCounter(TokenCounter):
     for English; it underestimates CJK text, which is closer to 1 token per character.
     """
 
+    constraints = {"chars_per_token": Param(float, gt=0, finite=True)}
+
     def __init__(self, chars_per_token: float = 4.0):
         self.chars_per_token = chars_per_token
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        super()._on_params_changed()
-        ratio = self.chars_per_token
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio > 0 \
-                or not math.isfinite(ratio):
-            raise ConfigError(f"chars_per_token must be a positive number, got {ratio!r}")
 
     def _count(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token)

@@ -1,5 +1,6 @@
 import math
 import pickle
+import re
 import shutil
 
 import pytest
@@ -147,7 +148,8 @@ def test_approx_counter_formula():
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "4", True])
 def test_approx_counter_validation(bad):
-    with pytest.raises(ConfigError, match=r"chars_per_token must be a positive number"):
+    message = f"ApproxTokenCounter parameter 'chars_per_token': expected a finite number > 0, got {bad!r}"
+    with pytest.raises(ConfigError, match=re.escape(message)):
         ApproxTokenCounter(bad)
 
 

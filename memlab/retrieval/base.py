@@ -21,7 +21,7 @@ from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from ..base import Component, ConfigError, MemlabError
+from ..base import Component, MemlabError, Param
 from ..records import Hit, MemoryRecord
 from ..filters import Where, validate_where
 
@@ -181,10 +181,8 @@ class Retriever(Component):
             hits.append(Hit(record, score, record.timestamp, n + 1, comps))
         return hits
 
-def check_candidates(candidates: object) -> None:
-    """``candidates`` (how many hits a wrapper asks its children for) must be a positive int."""
-    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
-        raise ConfigError(f"candidates must be a positive int, got {candidates!r}")
+# ``candidates``: how many hits a wrapper or a fusion asks its children for
+CANDIDATES = Param(int, ge=1)
 
 
 class WrapperRetriever(Retriever):
@@ -196,10 +194,7 @@ class WrapperRetriever(Retriever):
     """
 
     retriever: Retriever
-
-    def _check_wrapped(self) -> None:
-        if not isinstance(self.retriever, Retriever):
-            raise ConfigError(f"retriever must be a Retriever, got {type(self.retriever).__name__}")
+    constraints = {"retriever": Param(Retriever)}
 
     def _add(self, records: list[MemoryRecord]) -> None:
         self.retriever.add(records)

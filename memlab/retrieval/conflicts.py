@@ -111,7 +111,6 @@ class ExcludeOutdated(WrapperRetriever):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        self._check_wrapped()
         self._sync([self.retriever])
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None,

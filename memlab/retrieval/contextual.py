@@ -70,7 +70,6 @@ class ContextualRetriever(WrapperRetriever):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        self._check_wrapped()
         _count(self.before, "before", 0)
         _count(self.after, "after", 0)
         _count(self.own_weight, "own_weight", 1)

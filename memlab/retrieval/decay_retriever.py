@@ -94,7 +94,6 @@ class DecayRetriever(WrapperRetriever):
 
     def _on_params_changed(self) -> None:
         self._decay = self._resolve("decay", lambda: Ebbinghaus())
-        self._check_wrapped()
         self._sync([self.retriever])
 
     # -- state ------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from collections import Counter
 
 from ..base import Component, ConfigError, Param
 from ..records import Hit
-from .base import Retriever, WrapperRetriever, check_candidates
+from .base import CANDIDATES, Retriever, WrapperRetriever
 from ..filters import Where
 from .fusion import RRF, Fusion
 from .tokenize import Tokenizer
@@ -122,6 +122,9 @@ class ExpansionRetriever(WrapperRetriever):
 
     name = "expansion"
 
+    constraints = {"expander": Param(QueryExpander), "fusion": Param(Fusion, none=True),
+                   "candidates": CANDIDATES}
+
     def __init__(self, retriever: Retriever, expander: QueryExpander, fusion: Fusion | None = None,
                  candidates: int = 50):
         super().__init__()
@@ -133,12 +136,6 @@ class ExpansionRetriever(WrapperRetriever):
 
     def _on_params_changed(self) -> None:
         self._fusion = self._resolve("fusion", lambda: RRF())
-        self._check_wrapped()
-        if not isinstance(self.expander, QueryExpander):
-            raise ConfigError(f"expander must be a QueryExpander, got {type(self.expander).__name__}")
-        if not isinstance(self._fusion, Fusion):
-            raise ConfigError(f"fusion must be a Fusion (RRF, WeightedSum), got {type(self._fusion).__name__}")
-        check_candidates(self.candidates)
         self._sync([self.retriever])
 
     def queries(self, query: str, *, where: Where | None = None, now: float | None = None) -> list[str]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..base import ConfigError
+from ..base import Param
 from ..records import Hit, MemoryRecord
-from .base import Retriever, check_candidates
+from .base import CANDIDATES, Retriever
 from .bm25 import BM25Retriever
 from ..filters import Where
-from .fusion import RRF, Fusion, check_weights
+from .fusion import RRF, WEIGHTS_PARAM, Fusion, check_weights
 from .vector import VectorRetriever
 
 
@@ -24,6 +24,13 @@ class HybridRetriever(Retriever):
 
     name = "hybrid"
 
+    constraints = {
+        "retrievers": Param((list, tuple), nonempty=True, each=Param(Retriever), none=True),
+        "fusion": Param(Fusion, none=True),
+        "weights": WEIGHTS_PARAM,
+        "candidates": CANDIDATES,
+    }
+
     def __init__(self, retrievers: list[Retriever] | None = None, fusion: Fusion | None = None,
                  weights: list[float] | None = None, candidates: int = 50):
         super().__init__()
@@ -36,19 +43,11 @@ class HybridRetriever(Retriever):
     def _on_params_changed(self) -> None:
         self._retrievers = self._resolve("retrievers", lambda: [BM25Retriever(), VectorRetriever()])
         self._fusion = self._resolve("fusion", lambda: RRF())
-        if not isinstance(self._retrievers, (list, tuple)) or not self._retrievers:
-            raise ConfigError(f"retrievers must be a non-empty list of retrievers, got {self._retrievers!r}")
-        for child in self._retrievers:
-            if not isinstance(child, Retriever):
-                raise ConfigError(f"retrievers must hold Retriever objects, got {type(child).__name__}")
-        if not isinstance(self._fusion, Fusion):
-            raise ConfigError(f"fusion must be a Fusion (RRF, WeightedSum), got {type(self._fusion).__name__}")
         n = len(self._retrievers)
         check_weights(self.weights, n, "retrievers")
         fusion_weights = getattr(self._fusion, "weights", None)
         if self.weights is None and fusion_weights is not None:
             check_weights(fusion_weights, n, "retrievers")
-        check_candidates(self.candidates)
         self._keys: list[str] = []
         for child in self._retrievers:
             key, m = child.name, 1

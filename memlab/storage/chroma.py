@@ -44,7 +44,7 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from ..base import Component, ConfigError, MemlabError, Resource
+from ..base import Component, MemlabError, Param, Resource
 from ..embeddings.base import Embedder
 from ..filters import matches, to_chroma_where, validate_where
 from .vector import VectorStore, check_add_args
@@ -147,6 +147,15 @@ class ChromaVectorStore(Resource, VectorStore):
     first, so a clone never shares the original's vectors.
     """
 
+    constraints = {
+        "embedder": Param(Embedder, none=True),
+        "collection": Param(str, test=_COLLECTION_NAME.fullmatch,
+                            expected="3-512 characters from [A-Za-z0-9._-], starting and ending "
+                                     "with a letter or digit"),
+        "ef_search": Param(int, ge=1),
+        "dim": Param(int, ge=1, none=True),
+    }
+
     def __init__(self, embedder: Embedder | None = None, collection: str = "memlab",
                  path: str | None = None, ef_search: int = 500, dim: int | None = None):
         self.embedder = embedder
@@ -158,16 +167,6 @@ class ChromaVectorStore(Resource, VectorStore):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if not isinstance(self.collection, str) or not _COLLECTION_NAME.fullmatch(self.collection):
-            raise ConfigError("collection must be 3-512 characters from [A-Za-z0-9._-], starting "
-                              f"and ending with a letter or digit, got {self.collection!r}")
-        if isinstance(self.ef_search, bool) or not isinstance(self.ef_search, int) or self.ef_search < 1:
-            raise ConfigError(f"ef_search must be a positive int, got {self.ef_search!r}")
-        if self.dim is not None and (isinstance(self.dim, bool) or not isinstance(self.dim, int)
-                                     or self.dim < 1):
-            raise ConfigError(f"dim must be None or a positive int, got {self.dim!r}")
-        if self.embedder is not None and not isinstance(self.embedder, Embedder):
-            raise ConfigError(f"embedder must be a memlab Embedder, got {type(self.embedder).__name__}")
         self.close()
         self._name = (self.collection if self.path is not None
                       else f"{self.collection[:480]}-{uuid.uuid4().hex[:16]}")

@@ -20,7 +20,7 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
-from ..base import Component, ConfigError, MemlabError
+from ..base import Component, MemlabError, Param
 from .sqlite import connect
 
 
@@ -195,6 +195,9 @@ class SQLiteKeyValueStore(KeyValueStore):
     further use; open a new one on the same path to see the data again.
     """
 
+    constraints = {"table": Param(str, test=_TABLE_NAME.fullmatch,
+                                  expected="a SQL identifier (letters, digits, _)")}
+
     def __init__(self, path: str | os.PathLike[str], table: str = "records") -> None:
         self.path = path
         self.table = table
@@ -202,8 +205,6 @@ class SQLiteKeyValueStore(KeyValueStore):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if not isinstance(self.table, str) or not _TABLE_NAME.fullmatch(self.table):
-            raise ConfigError(f"table must be a SQL identifier (letters, digits, _), got {self.table!r}")
         self.close()
         target = str(self.path)
         if target != ":memory:":

@@ -209,7 +209,8 @@ def test_sqlite_use_after_close_is_an_error(tmp_path):
 
 
 def test_sqlite_rejects_bad_table_name(tmp_path):
-    with pytest.raises(MemlabError, match="table must be a SQL identifier"):
+    with pytest.raises(MemlabError, match=r"SQLiteKeyValueStore parameter 'table': expected a SQL identifier "
+                                          r"\(letters, digits, _\), got 'x; DROP TABLE y'"):
         SQLiteKeyValueStore(tmp_path / "h.db", table="x; DROP TABLE y")
 
 

@@ -331,9 +331,10 @@ def test_chroma_reserved_metadata_key():
 
 
 def test_chroma_parameter_validation():
-    with pytest.raises(MemlabError, match="collection must be 3-512 characters"):
+    with pytest.raises(MemlabError, match=r"ChromaVectorStore parameter 'collection': expected 3-512 characters from "
+                                          r"\[A-Za-z0-9._-\], starting and ending with a letter or digit, got 'x'"):
         ChromaVectorStore(collection="x")
-    with pytest.raises(MemlabError, match="ef_search must be a positive int, got 0"):
+    with pytest.raises(MemlabError, match="ChromaVectorStore parameter 'ef_search': expected an int >= 1, got 0"):
         ChromaVectorStore(ef_search=0)
     s = ChromaVectorStore(ef_search=50)
     assert s.get_params() == {"embedder": None, "collection": "memlab", "path": None,

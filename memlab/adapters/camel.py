@@ -39,8 +39,8 @@ import uuid
 import warnings
 from typing import Any
 
-from ..base import ConfigError, MemlabError
-from ..blocks.chat_history import check_keep_rate
+from ..base import MemlabError, Param
+from ..blocks.chat_history import KEEP_RATE
 from ..embeddings.base import Embedder
 from ..records import Hit, MemoryRecord, Role
 from ..filters import Where, filter_view, matches
@@ -139,15 +139,10 @@ class _CamelStrategy(Strategy):
     the turns again (same uuids, same vectors), so an unpickled strategy behaves the same.
     """
 
-    def _validate(self) -> None:
-        check_keep_rate(self.keep_rate)
-        if isinstance(self.token_limit, bool) or not isinstance(self.token_limit, int) or self.token_limit < 0:
-            raise ConfigError(f"token_limit must be a non-negative int, got {self.token_limit!r}")
-        if self.token_counter is not None and not isinstance(self.token_counter, TokenCounter):
-            raise ConfigError(f"token_counter must be a TokenCounter or None, got {self.token_counter!r}")
+    constraints = {"keep_rate": KEEP_RATE, "token_limit": Param(int, ge=0),
+                   "token_counter": Param(TokenCounter, none=True)}
 
     def _on_params_changed(self) -> None:
-        self._validate()
         self.reset()
 
     def reset(self) -> None:
@@ -261,6 +256,8 @@ class CamelChatHistoryStrategy(_CamelStrategy):
     equal scores newest first; it ignores the query.
     """
 
+    constraints = {"window_size": Param(int, ge=0, none=True)}
+
     def __init__(self, window_size: int | None = 10, keep_rate: float = 0.9, token_limit: int = 2048,
                  token_counter: TokenCounter | None = None):
         self.window_size = window_size
@@ -268,12 +265,6 @@ class CamelChatHistoryStrategy(_CamelStrategy):
         self.token_limit = token_limit
         self.token_counter = token_counter
         self._on_params_changed()
-
-    def _validate(self) -> None:
-        super()._validate()
-        w = self.window_size
-        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 0):
-            raise ConfigError(f"window_size must be a non-negative int or None, got {w!r}")
 
     def _new_memory(self) -> Any:
         from camel.memories import ChatHistoryMemory
@@ -321,6 +312,8 @@ class CamelLongtermStrategy(_CamelStrategy):
     which fails.
     """
 
+    constraints = {"retrieve_limit": Param(int, ge=0), "embedder": Param(Embedder, none=True)}
+
     def __init__(self, keep_rate: float = 0.9, retrieve_limit: int = 3, token_limit: int = 512,
                  embedder: Embedder | None = None, token_counter: TokenCounter | None = None):
         self.keep_rate = keep_rate
@@ -329,14 +322,6 @@ class CamelLongtermStrategy(_CamelStrategy):
         self.embedder = embedder
         self.token_counter = token_counter
         self._on_params_changed()
-
-    def _validate(self) -> None:
-        super()._validate()
-        n = self.retrieve_limit
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ConfigError(f"retrieve_limit must be a non-negative int, got {n!r}")
-        if self.embedder is not None and not isinstance(self.embedder, Embedder):
-            raise ConfigError(f"embedder must be an Embedder or None, got {self.embedder!r}")
 
     def _embedder(self) -> Embedder:
         if self.embedder is not None:

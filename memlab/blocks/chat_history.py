@@ -6,7 +6,7 @@ import copy
 import dataclasses
 from collections.abc import Sequence
 
-from ..base import ConfigError
+from ..base import Param
 from ..records import ContextRecord, MemoryRecord, Role
 from ..storage.kv import InMemoryKeyValueStore, KeyValueStore
 from .base import MemoryBlock, check_count, check_records
@@ -14,13 +14,8 @@ from .base import MemoryBlock, check_count, check_records
 _UNSET = object()
 
 
-def check_keep_rate(keep_rate: object) -> float:
-    """``keep_rate`` as a float in [0, 1], else ConfigError (a ValueError) saying what came."""
-    if isinstance(keep_rate, bool) or not isinstance(keep_rate, (int, float)):
-        raise ConfigError(f"keep_rate must be a number in [0, 1], got {keep_rate!r}")
-    if not (0.0 <= keep_rate <= 1.0):  # NaN fails too
-        raise ConfigError(f"keep_rate must be in [0, 1], got {keep_rate}")
-    return float(keep_rate)
+# ``keep_rate`` wherever it is configured; a refusal is a ConfigError, a ValueError as CAMEL raises
+KEEP_RATE = Param(float, ge=0, le=1)
 
 
 class ChatHistoryBlock(MemoryBlock):
@@ -43,15 +38,14 @@ class ChatHistoryBlock(MemoryBlock):
     write through the block, not to its store directly.
     """
 
+    constraints = {"storage": Param(KeyValueStore, none=True), "keep_rate": KEEP_RATE}
+
     def __init__(self, storage: KeyValueStore | None = None, keep_rate: float = 0.9):
         self.storage = storage
         self.keep_rate = keep_rate
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        check_keep_rate(self.keep_rate)
-        if self.storage is not None and not isinstance(self.storage, KeyValueStore):
-            raise ConfigError(f"storage must be a KeyValueStore or None, got {type(self.storage).__name__}")
         # keep the records unless the storage itself was replaced
         if getattr(self, "_storage_arg", _UNSET) is not self.storage:
             self._store = self.storage if self.storage is not None else InMemoryKeyValueStore()

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..base import ConfigError, MemlabError
+from ..base import MemlabError, Param
 from ..embeddings.base import Embedder
 from ..embeddings.hashing import HashingEmbedder
 from ..records import ContextRecord, MemoryRecord
@@ -48,16 +48,14 @@ class VectorDBBlock(MemoryBlock):
     raise NotImplementedError (as in CAMEL); use ``remove_records_by_ids``.
     """
 
+    constraints = {"storage": Param(VectorStore, none=True), "embedding": Param(Embedder, none=True)}
+
     def __init__(self, storage: VectorStore | None = None, embedding: Embedder | None = None):
         self.storage = storage
         self.embedding = embedding
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        if self.storage is not None and not isinstance(self.storage, VectorStore):
-            raise ConfigError(f"storage must be a VectorStore or None, got {type(self.storage).__name__}")
-        if self.embedding is not None and not isinstance(self.embedding, Embedder):
-            raise ConfigError(f"embedding must be an Embedder or None, got {type(self.embedding).__name__}")
         if getattr(self, "_storage_arg", _UNSET) is not self.storage:
             self._store = self.storage if self.storage is not None else NumpyVectorStore()
             self._storage_arg = self.storage

@@ -7,9 +7,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ..base import ConfigError
+from ..base import Param
 from ..blocks.base import check_count, check_records
-from ..blocks.chat_history import ChatHistoryBlock, check_keep_rate
+from ..blocks.chat_history import KEEP_RATE, ChatHistoryBlock
 from ..blocks.vectordb import VectorDBBlock
 from ..context import ScoreBasedContextCreator
 from ..embeddings.base import Embedder
@@ -36,6 +36,8 @@ class ChatHistoryMemory(AgentMemory):
     scored records (LongtermAgentMemory).
     """
 
+    constraints = {"keep_rate": KEEP_RATE}
+
     def __init__(self, context_creator: ScoreBasedContextCreator | None = None,
                  storage: KeyValueStore | None = None, window_size: int | None = None,
                  keep_rate: float = 0.9, agent_id: str = ""):
@@ -49,7 +51,6 @@ class ChatHistoryMemory(AgentMemory):
     def _on_params_changed(self) -> None:
         if self.window_size is not None:
             check_count(self.window_size, "window_size")
-        check_keep_rate(self.keep_rate)
         check_agent_id(self.agent_id)
         self._set_context_creator(self.context_creator)
         block = getattr(self, "_block", None)
@@ -190,6 +191,9 @@ class LongtermAgentMemory(AgentMemory):
     history only; the vector store keeps its records (as in CAMEL).
     """
 
+    constraints = {"chat_history_block": Param(ChatHistoryBlock, none=True),
+                   "vector_db_block": Param(VectorDBBlock, none=True)}
+
     def __init__(self, context_creator: ScoreBasedContextCreator | None = None,
                  chat_history_block: ChatHistoryBlock | None = None,
                  vector_db_block: VectorDBBlock | None = None,
@@ -207,10 +211,6 @@ class LongtermAgentMemory(AgentMemory):
         if self.window_size is not None:
             check_count(self.window_size, "window_size")
         check_agent_id(self.agent_id)
-        for name, kind in (("chat_history_block", ChatHistoryBlock), ("vector_db_block", VectorDBBlock)):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, kind):
-                raise ConfigError(f"{name} must be a {kind.__name__} or None, got {type(value).__name__}")
         self._set_context_creator(self.context_creator)
         # blocks define __len__, so test for None explicitly (an empty block is falsy)
         if getattr(self, "_history_arg", _UNSET) is not self.chat_history_block:

@@ -113,11 +113,11 @@ def test_pickled_strategy_rebuilds_camel_lazily() -> None:
 
 
 def test_bad_parameters_are_named() -> None:
-    with pytest.raises(ValueError, match=r"keep_rate must be in \[0, 1\], got 1.5"):
+    with pytest.raises(ValueError, match=r"CamelLongtermStrategy parameter 'keep_rate': expected a number >= 0 and <= 1, got 1.5"):
         strategies.get("camel_longterm", keep_rate=1.5)
-    with pytest.raises(ConfigError, match=r"window_size must be a non-negative int or None, got -1"):
+    with pytest.raises(ConfigError, match=r"CamelChatHistoryStrategy parameter 'window_size': expected an int >= 0 or None, got -1"):
         strategies.get("camel_chat_history", window_size=-1)
-    with pytest.raises(ConfigError, match=r"retrieve_limit must be a non-negative int, got 'x'"):
+    with pytest.raises(ConfigError, match=r"CamelLongtermStrategy parameter 'retrieve_limit': expected an int >= 0, got 'x'"):
         strategies.get("camel_longterm", retrieve_limit="x")
 
 

@@ -111,12 +111,12 @@ def test_window_validation(bad, error, message):
 # -- keep_rate ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bad,message", [
-    (1.5, r"keep_rate must be in \[0, 1\], got 1.5"),
-    (-0.1, r"keep_rate must be in \[0, 1\], got -0.1"),
-    (float("nan"), r"keep_rate must be in \[0, 1\], got nan"),
-    ("0.5", r"keep_rate must be a number in \[0, 1\], got '0.5'"),
-    (True, r"keep_rate must be a number in \[0, 1\], got True"),
-    (None, r"keep_rate must be a number in \[0, 1\], got None"),
+    (1.5, r"^ChatHistoryBlock parameter 'keep_rate': expected a number >= 0 and <= 1, got 1.5$"),
+    (-0.1, r"^ChatHistoryBlock parameter 'keep_rate': expected a number >= 0 and <= 1, got -0.1$"),
+    (float("nan"), r"^ChatHistoryBlock parameter 'keep_rate': expected a number >= 0 and <= 1, got nan$"),
+    ("0.5", r"^ChatHistoryBlock parameter 'keep_rate': expected a number >= 0 and <= 1, got '0.5'$"),
+    (True, r"^ChatHistoryBlock parameter 'keep_rate': expected a number >= 0 and <= 1, got True$"),
+    (None, r"^ChatHistoryBlock parameter 'keep_rate': expected a number >= 0 and <= 1, got None$"),
 ])
 def test_keep_rate_validation(bad, message):
     with pytest.raises(ValueError, match=message):
@@ -249,7 +249,7 @@ def test_component_contract():
     new_store = kv.InMemoryKeyValueStore()
     block.set_params(storage=new_store)
     assert len(block) == 0 and block.store is new_store
-    with pytest.raises(ConfigError, match=r"storage must be a KeyValueStore or None, got list"):
+    with pytest.raises(ConfigError, match=r"ChatHistoryBlock parameter 'storage': expected a KeyValueStore or None, got \[\]"):
         ChatHistoryBlock(storage=[])
 
 

@@ -144,7 +144,7 @@ def test_offline_defaults_and_contract():
     block.set_params(embedding=HashingEmbedder(n_features=384))  # same storage: records stay
     assert len(block) == 2
     assert len(block.clone()) == 0
-    with pytest.raises(ConfigError, match=r"storage must be a VectorStore or None, got dict"):
+    with pytest.raises(ConfigError, match=r"VectorDBBlock parameter 'storage': expected a VectorStore or None, got \{\}"):
         VectorDBBlock(storage={})
-    with pytest.raises(ConfigError, match=r"embedding must be an Embedder or None, got str"):
+    with pytest.raises(ConfigError, match=r"VectorDBBlock parameter 'embedding': expected an Embedder or None, got 'hashing'"):
         VectorDBBlock(embedding="hashing")

@@ -54,7 +54,7 @@ def test_eval_text_output_and_saved_rows(tiny_file, tmp_path, capsys):
     (["eval", "datasets", "--strategy", "window", "--set", "window_size=-1"], "window_size must be non-negative"),
     (["eval", "datasets", "--set", 'reinforce="often"'],
      "RetrievalStrategy parameter 'reinforce': expected one of 'used', 'returned', 'none', got 'often'"),
-    (["eval", "datasets", "--strategy", "window", "--set", 'keep_rate="high"'], "keep_rate must be a number"),
+    (["eval", "datasets", "--strategy", "window", "--set", 'keep_rate="high"'], "parameter 'keep_rate': expected a number >= 0 and <= 1, got 'high'"),
     (["eval", "datasets", "--strategy", "hybrid_decay", "--set", 'forget_threshold="x"'], "forget_threshold"),
     (["eval", "datasets", "--import", "tests/data/not_python.txt"], "no such file"),
     (["bogus"], "invalid choice: 'bogus'"),

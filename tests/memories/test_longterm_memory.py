@@ -123,9 +123,11 @@ def test_agent_id_and_defaults(rec):
     ({"retrieve_limit": -1}, ValueError, r"retrieve_limit must be non-negative, got -1"),
     ({"window_size": "3"}, TypeError, r"window_size must be an int, got str"),
     ({"chat_history_block": VectorDBBlock()}, ConfigError,
-     r"chat_history_block must be a ChatHistoryBlock or None, got VectorDBBlock"),
+     r"LongtermAgentMemory parameter 'chat_history_block': expected a ChatHistoryBlock or None, "
+     r"got VectorDBBlock\(\)"),
     ({"vector_db_block": ChatHistoryBlock()}, ConfigError,
-     r"vector_db_block must be a VectorDBBlock or None, got ChatHistoryBlock"),
+     r"LongtermAgentMemory parameter 'vector_db_block': expected a VectorDBBlock or None, "
+     r"got ChatHistoryBlock\(\)"),
 ])
 def test_validation(params, error, message):
     with pytest.raises(error, match=message):

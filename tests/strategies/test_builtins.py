@@ -80,7 +80,7 @@ def test_keep_rate_validated():
     with pytest.raises(ConfigError, match=r"^RetrievalStrategy parameter 'keep_rate': expected a number >= 0 "
                                           r"and <= 1, got 1.5$"):
         RetrievalStrategy(keep_rate=1.5)
-    with pytest.raises(ValueError, match=r"keep_rate must be in \[0, 1\], got -0.1"):
+    with pytest.raises(ValueError, match=r"parameter 'keep_rate': expected a number >= 0 and <= 1, got -0.1$"):
         strategies.get("window", keep_rate=-0.1)
 
 

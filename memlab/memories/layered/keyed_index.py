@@ -18,6 +18,10 @@ line. Units enter the retriever in long-term order (``seq``), with
 the dialogue's neighbours. ``sync`` runs before each search: new units are added; when a
 unit left (outdated, deleted, cleared) or its key changed, the index is rebuilt, so it
 always equals what a fresh index of the current memories would be.
+
+A ``where`` filter applies to the units (their long-term columns in metadata): a fact
+folded into its turn's key is found only through that turn, so ``{"memory_type":
+"preference"}`` matches only preferences indexed as units of their own.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from .base import Component, ConfigError
+from .base import Component, Param
 from .llm.base import LLM, LLMProgram, LLMUsage, UsesLLM
 from .llm.prompts import speaker_of, summarize_prompt
 from .llm.text import sentences, stem, terms, unique
@@ -101,16 +101,11 @@ class ExtractiveSummarizer(Summarizer):
     as they are, never re-split.
     """
 
+    constraints = {"max_sentences": Param(int, ge=1), "max_sentence_chars": Param(int, ge=1)}
+
     def __init__(self, max_sentences: int = 6, max_sentence_chars: int = 200):
         self.max_sentences = max_sentences
         self.max_sentence_chars = max_sentence_chars
-        self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        for name in ("max_sentences", "max_sentence_chars"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive int, got {value!r}")
 
     def summarize(self, records: list[MemoryRecord], previous: str = "") -> str:
         return self.summarize_with_sources(records, previous)[0]
@@ -157,14 +152,12 @@ class LLMSummarizer(UsesLLM, Summarizer):
     lexically (``attributed``, see ``Summarizer``).
     """
 
+    constraints = {"max_tokens": Param(int, ge=8)}
+
     def __init__(self, llm: LLM, max_tokens: int = 200):
         self.llm = llm
         self.max_tokens = max_tokens
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if not isinstance(self.max_tokens, int) or self.max_tokens < 8:
-            raise ConfigError(f"max_tokens must be an int >= 8, got {self.max_tokens!r}")
 
     def _prompt(self, records: list[MemoryRecord], previous: str) -> list[dict[str, str]]:
         return summarize_prompt(records, previous, max(1, int(self.max_tokens * 0.75)))

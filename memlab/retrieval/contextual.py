@@ -12,16 +12,10 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from ..base import ConfigError
+from ..base import Param
 from ..records import Hit, MemoryRecord
 from .base import Retriever, WrapperRetriever
 from .filters import Where
-
-
-def _count(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
 
 
 def format_date(timestamp: float) -> str:
@@ -55,6 +49,15 @@ class ContextualRetriever(WrapperRetriever):
 
     name = "contextual"
 
+    constraints = {
+        "before": Param(int, ge=0),
+        "after": Param(int, ge=0),
+        "own_weight": Param(int, ge=1),
+        "neighbour_weight": Param(int, ge=0),
+        "date": Param(bool),
+        "same_session": Param(bool),
+    }
+
     def __init__(self, retriever: Retriever, before: int = 1, after: int = 1, own_weight: int = 2,
                  neighbour_weight: int = 1, date: bool = True, same_session: bool = True):
         super().__init__()
@@ -70,13 +73,6 @@ class ContextualRetriever(WrapperRetriever):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        _count(self.before, "before", 0)
-        _count(self.after, "after", 0)
-        _count(self.own_weight, "own_weight", 1)
-        _count(self.neighbour_weight, "neighbour_weight", 0)
-        for flag in ("date", "same_session"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ConfigError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
         self._sync([self.retriever])
         if self._records:  # a changed setting or wrapped retriever: every index text is rebuilt
             self._texts = {}

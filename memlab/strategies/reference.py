@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import ConfigError
+from ..base import Param
 from ..records import Hit, MemoryRecord
 from ..retrieval.filters import Where, filter_view, matches
 from ..tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter
@@ -32,8 +32,6 @@ from .base import Context, Strategy, registry
 
 
 def _counter(counter: TokenCounter | None) -> TokenCounter:
-    if counter is not None and not isinstance(counter, TokenCounter):
-        raise ConfigError(f"token_counter must be a TokenCounter or None, got {type(counter).__name__}")
     return counter if counter is not None else TiktokenCounter()
 
 
@@ -58,6 +56,7 @@ class OracleStrategy(Strategy):
     """
 
     uses_gold = True
+    constraints = {"token_counter": Param(TokenCounter, none=True)}
 
     def __init__(self, token_counter: TokenCounter | None = None):
         self.token_counter = token_counter
@@ -105,15 +104,14 @@ class FullContextStrategy(Strategy):
     first turn that would overflow and every older one are dropped.
     """
 
+    constraints = {"token_limit": Param(int, ge=1), "token_counter": Param(TokenCounter, none=True)}
+
     def __init__(self, token_limit: int = 16384, token_counter: TokenCounter | None = None):
         self.token_limit = token_limit
         self.token_counter = token_counter
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        limit = self.token_limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-            raise ConfigError(f"token_limit must be a positive int, got {limit!r}")
         self._counter = _counter(self.token_counter)
         self.reset()
 

@@ -57,5 +57,5 @@ def test_full_context_truncates_from_the_oldest():
     for record in _turns("aaa", "bbb"):
         roomy.observe(record)
     assert roomy.build_context("q").record_ids == ["t0", "t1"]
-    with pytest.raises(ConfigError, match="token_limit must be a positive int, got 0"):
+    with pytest.raises(ConfigError, match="FullContextStrategy parameter 'token_limit': expected an int >= 1, got 0"):
         strategies.get("full_context", token_limit=0)

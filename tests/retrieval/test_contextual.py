@@ -122,10 +122,10 @@ def test_works_over_a_vector_retriever_and_filters():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"before": -1}, "before must be an int >= 0, got -1"),
-    ({"own_weight": 0}, "own_weight must be an int >= 1, got 0"),
-    ({"neighbour_weight": 1.5}, "neighbour_weight must be an int >= 0, got 1.5"),
-    ({"date": "yes"}, "date must be True or False, got 'yes'"),
+    ({"before": -1}, "^ContextualRetriever parameter 'before': expected an int >= 0, got -1$"),
+    ({"own_weight": 0}, "^ContextualRetriever parameter 'own_weight': expected an int >= 1, got 0$"),
+    ({"neighbour_weight": 1.5}, "^ContextualRetriever parameter 'neighbour_weight': expected an int >= 0, got 1.5$"),
+    ({"date": "yes"}, "^ContextualRetriever parameter 'date': expected a bool, got 'yes'$"),
 ])
 def test_bad_parameters_are_named(kwargs, message):
     with pytest.raises(ConfigError, match=message):

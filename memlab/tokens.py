@@ -223,6 +223,9 @@ class TiktokenCounter(TokenCounter):
     The constructor only checks names; the BPE file is read on the first count.
     """
 
+    constraints = {"encoding": Param(choices=tuple(sorted(ENCODINGS)), none=True),
+                   "model": Param(str, none=True)}
+
     def __init__(self, encoding: str | None = None, model: str | None = None):
         self.encoding = encoding
         self.model = model
@@ -238,10 +241,9 @@ class TiktokenCounter(TokenCounter):
                                   f"which uses {by_model!r}; give one of them")
             name = by_model
         name = name or "o200k_base"
-        if name not in ENCODINGS:
-            whose = f" (for model {self.model!r})" if self.model is not None else ""
-            raise ConfigError(f"tiktoken encoding {name!r}{whose} is not shipped with memlab; "
-                              f"available: {', '.join(sorted(ENCODINGS))}")
+        if name not in ENCODINGS:  # the encoding parameter is declared; this is the model's
+            raise ConfigError(f"tiktoken encoding {name!r} (for model {self.model!r}) is not shipped "
+                              f"with memlab; available: {', '.join(sorted(ENCODINGS))}")
         self._encoding_name = name
         self._encode: Callable[[str], list[int]] | None = None
 

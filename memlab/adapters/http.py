@@ -43,7 +43,7 @@ import urllib.request
 import uuid
 from typing import Any
 
-from ..base import ConfigError, MemlabError
+from ..base import ConfigError, MemlabError, Param
 from ..records import MemoryRecord
 from .base import PeerRetriever
 
@@ -88,6 +88,14 @@ class HTTPMemoryRetriever(PeerRetriever):
 
     name = "http_memory"
 
+    constraints = {
+        "base_url": Param(str, none=True, test=lambda u: u.startswith(("http://", "https://")),
+                          expected="an http(s) URL or None"),
+        "add_path": Param(str, test=lambda p: p.startswith("/"), expected="a path starting with '/'"),
+        "search_path": Param(str, test=lambda p: p.startswith("/"), expected="a path starting with '/'"),
+        "timeout": Param(float, gt=0),
+    }
+
     def __init__(self, base_url: str | None = None, add_path: str = "/memories",
                  add_body: dict[str, Any] | None = None, search_path: str = "/search",
                  search_body: dict[str, Any] | None = None, results_path: str = "results",
@@ -110,17 +118,6 @@ class HTTPMemoryRetriever(PeerRetriever):
         self._user: str | None = None
         self._sent = False  # whether the current namespace holds anything
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if self.base_url is not None and not (isinstance(self.base_url, str)
-                                              and self.base_url.startswith(("http://", "https://"))):
-            raise ConfigError(f"base_url must be an http(s) URL or None, got {self.base_url!r}")
-        for name in ("add_path", "search_path"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name).startswith("/"):
-                raise ConfigError(f"{name} must be a path starting with '/', got {getattr(self, name)!r}")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
-        super()._on_params_changed()
 
     def keeps_index(self) -> bool:
         return self.base_url is not None  # memlab's own service lives in this process only

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import ConfigError
+from ..base import Param
 from ..embeddings.base import Embedder
 from ..records import MemoryRecord
 from .base import PeerRetriever
@@ -61,6 +61,15 @@ class LangChainEnsembleRetriever(PeerRetriever):
 
     name = "langchain_ensemble"
 
+    constraints = {
+        "embedder": Param(Embedder, none=True),
+        "weights": Param(each=Param(float, ge=0), none=True,
+                         test=lambda w: len(w) == 2 and any(x > 0 for x in w),
+                         expected="two non-negative numbers [bm25, vector], not both 0, or None"),
+        "c": Param(int, ge=0),
+        "bm25_preprocess": Param(choices=PREPROCESS),
+    }
+
     def __init__(self, embedder: Embedder | None = None, weights: list[float] | None = None, c: int = 60,
                  bm25_preprocess: str = "whitespace"):
         super().__init__()
@@ -69,20 +78,6 @@ class LangChainEnsembleRetriever(PeerRetriever):
         self.c = c
         self.bm25_preprocess = bm25_preprocess
         self._on_params_changed()
-
-    def _on_params_changed(self) -> None:
-        if self.bm25_preprocess not in PREPROCESS:
-            raise ConfigError(f"bm25_preprocess must be one of {', '.join(PREPROCESS)}, got {self.bm25_preprocess!r}")
-        if isinstance(self.c, bool) or not isinstance(self.c, int) or self.c < 0:
-            raise ConfigError(f"c must be a non-negative int, got {self.c!r}")
-        if self.weights is not None:
-            if len(self.weights) != 2 or not all(isinstance(w, (int, float)) and w >= 0 for w in self.weights) \
-                    or not any(w > 0 for w in self.weights):
-                raise ConfigError(f"weights must be two non-negative numbers [bm25, vector], not both 0, "
-                                  f"got {self.weights!r}")
-        if self.embedder is not None and not isinstance(self.embedder, Embedder):
-            raise ConfigError(f"embedder must be an Embedder or None, got {self.embedder!r}")
-        super()._on_params_changed()
 
     def _embedder(self) -> Embedder:
         if self.embedder is not None:

@@ -96,5 +96,6 @@ def test_errors_name_the_url_and_what_came_back(service: MemoryService) -> None:
     closed = strategies.get("http_memory", base_url=f"http://127.0.0.1:{port}", timeout=2.0)
     with pytest.raises(MemlabError, match=rf"POST http://127\.0\.0\.1:{port}/memories failed: .*refused"):
         closed.observe(check_records()[0])
-    with pytest.raises(ConfigError, match=r"base_url must be an http\(s\) URL or None, got 'ftp://x'"):
+    with pytest.raises(ConfigError, match=r"HTTPMemoryRetriever parameter 'base_url': expected an http\(s\) URL or None, "
+                                          r"got 'ftp://x'"):
         strategies.get("http_memory", base_url="ftp://x")

@@ -75,7 +75,9 @@ def test_pickled_retriever_rebuilds_langchain_objects() -> None:
 
 
 def test_bad_parameters_are_named() -> None:
-    with pytest.raises(ConfigError, match=r"bm25_preprocess must be one of whitespace, memlab, got 'x'"):
+    with pytest.raises(ConfigError, match=r"LangChainEnsembleRetriever parameter 'bm25_preprocess': expected one of "
+                                          r"'whitespace', 'memlab', got 'x'"):
         strategies.get("langchain_ensemble", bm25_preprocess="x")
-    with pytest.raises(ConfigError, match=r"weights must be two non-negative numbers"):
+    with pytest.raises(ConfigError, match=r"LangChainEnsembleRetriever parameter 'weights': expected two non-negative "
+                                          r"numbers \[bm25, vector\], not both 0, or None, got \[1.0\]"):
         strategies.get("langchain_ensemble", weights=[1.0])

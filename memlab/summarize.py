@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from .base import Component, Param
-from .llm.base import LLM, LLMProgram, LLMUsage, UsesLLM
+from .llm.base import LLM, LLMProgram, LLMUsage, Op, UsesLLM, adrive, drive
 from .llm.prompts import speaker_of, summarize_prompt
 from .llm.text import sentences, stem, terms, unique
 from .records import MemoryRecord
@@ -37,26 +37,33 @@ class Summarizer(Component):
     async def asummarize(self, records: list[MemoryRecord], previous: str = "") -> str:
         return self.summarize(records, previous)
 
+    # summarize_with_sources and fold written once, as programs driven sync or async
+    def _with_sources(self, records: list[MemoryRecord], previous: str):
+        text = (yield Op(self.summarize, self.asummarize, records, previous)).strip()
+        return text, pieces_sources(attributed(text, records))
+
     def summarize_with_sources(self, records: list[MemoryRecord],
                                previous: str = "") -> tuple[str, list[str]]:
         """The summary and the source ids of the turns it draws on (lexical attribution;
         none when the summary is empty)."""
-        text = self.summarize(records, previous).strip()
-        return text, pieces_sources(attributed(text, records))
+        return drive(self._with_sources(records, previous))
 
     async def asummarize_with_sources(self, records: list[MemoryRecord],
                                       previous: str = "") -> tuple[str, list[str]]:
-        text = (await self.asummarize(records, previous)).strip()
-        return text, pieces_sources(attributed(text, records))
+        return await adrive(self._with_sources(records, previous))
+
+    def _fold(self, records: list[MemoryRecord], previous: Sequence[SummaryPiece]):
+        text = yield Op(self.summarize, self.asummarize, records, pieces_text(previous))
+        return attributed(text, records, previous)
 
     def fold(self, records: list[MemoryRecord],
              previous: Sequence[SummaryPiece] = ()) -> list[SummaryPiece]:
         """The new summary as pieces (see the class docstring)."""
-        return attributed(self.summarize(records, pieces_text(previous)), records, previous)
+        return drive(self._fold(records, previous))
 
     async def afold(self, records: list[MemoryRecord],
                     previous: Sequence[SummaryPiece] = ()) -> list[SummaryPiece]:
-        return attributed(await self.asummarize(records, pieces_text(previous)), records, previous)
+        return await adrive(self._fold(records, previous))
 
     @property
     def usage(self) -> LLMUsage:

@@ -5,6 +5,7 @@ the loopback server with the real openai client)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pickle
 
@@ -242,6 +243,17 @@ def test_llm_gist_through_the_loopback_server(server, chat_llm):
         ["Sam works in Manchester…", "Biscuit is a golden…"]     # line 2 empty: the offline gist
     assert tasks(server) == ["memlab-task: gist"] and gist.usage.calls == 1
     assert gist.gists([]) == [] and gist.usage.calls == 1
+
+
+def test_gist_filter_awaits_the_llm_gist_on_the_async_path(server, chat_llm):
+    server.chat.push("[1] Sam works in Manchester now.")
+    record = MemoryRecord("system", "Sam moved to Manchester. Same role.", id="m0", timestamp=T0)
+    step = GistFilter(gist=LLMGist(chat_llm, max_words=4))
+    state = asyncio.run(step.arun(WorkingState(question="q", retrieved=[Hit(memory_record=record, score=1.0, rank=1)]),
+                                  layers()))
+    assert [h.record.content for h in state.selected] == ["Sam works in Manchester…"]
+    assert state.selected[0].record.metadata["full_content"] == record.content
+    assert tasks(server) == ["memlab-task: gist"] and step.gist.usage.calls == 1
 
 
 # -- the conflict instruction ----------------------------------------------------------------

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from ...base import Component, Param
-from ...llm.base import LLM, LLMUsage, UsesLLM
+from ...llm.base import LLM, LLMProgram, LLMUsage, UsesLLM
 from ...llm.prompts import abstract_prompt, strip_fences
 from ...llm.text import recurring_terms, recurring_topic
 from ...records import MEMORY_TYPES_PARAM, Hit, MemoryRecord
@@ -136,11 +136,14 @@ class LLMAbstractor(UsesLLM, Abstractor):
         self.failures = 0
 
     def abstract(self, long_term: LongTermMemory, user_id: str = "") -> list[MemoryRecord]:
+        return self.run_program(self._abstract(long_term, user_id))
+
+    def _abstract(self, long_term: LongTermMemory, user_id: str) -> LLMProgram:
         memories = self.pool(long_term, user_id)[-self.max_memories:]
         if len(memories) < self.min_support:
             return []
         listed = [(_day(m.timestamp), m.content) for m in memories]
-        answer = self._call(self.llm, abstract_prompt(listed, self.min_support), max_tokens=self.max_tokens).text
+        answer = yield abstract_prompt(listed, self.min_support), {"max_tokens": self.max_tokens}
         existing = self._active_abstractions(long_term)
         written = []
         for text, evidence in self._parse(answer, memories)[:self.max_patterns]:

@@ -8,10 +8,11 @@ memories kept while their gists fit a token budget.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Generator
 from typing import Any
 
 from ...base import Component, Param
-from ...llm.base import LLM, LLMUsage, UsesLLM
+from ...llm.base import LLM, LLMProgram, LLMUsage, Op, UsesLLM
 from ...llm.counting import resolve_counter
 from ...llm.prompts import gist_prompt, parse_numbered
 from ...llm.text import cut_words, first_sentence
@@ -34,6 +35,9 @@ class FirstSentenceGist(Component):
     def gists(self, texts: list[str]) -> list[str]:
         return [first_sentence(t, self.max_words) for t in texts]
 
+    async def agists(self, texts: list[str]) -> list[str]:
+        return self.gists(texts)  # no I/O
+
     @property
     def usage(self) -> LLMUsage:
         return LLMUsage()
@@ -55,9 +59,15 @@ class LLMGist(UsesLLM, FirstSentenceGist):
         super().__init__(max_words=max_words)
 
     def gists(self, texts: list[str]) -> list[str]:
+        return self.run_program(self._gists(texts))
+
+    async def agists(self, texts: list[str]) -> list[str]:
+        return await self.arun_program(self._gists(texts))
+
+    def _gists(self, texts: list[str]) -> LLMProgram:
         if not texts:
             return []
-        answer = self._call(self.llm, gist_prompt(texts, self.max_words), max_tokens=self.max_tokens).text
+        answer = yield gist_prompt(texts, self.max_words), {"max_tokens": self.max_tokens}
         lines = parse_numbered(answer)
         offline = FirstSentenceGist.gists(self, texts)
         return [cut_words(lines[i].strip(), self.max_words) if i < len(lines) and lines[i].strip() else offline[i]
@@ -94,9 +104,9 @@ class GistFilter(Filter):
     def _parts(self) -> list[Any]:
         return [self.llm_filter, self._gist]
 
-    def _post(self, state: WorkingState, hits: list[Hit]) -> WorkingState:
+    def _finish(self, state: WorkingState, hits: list[Hit]) -> Generator[Op, Any, WorkingState]:
         kept = hits[:self.k]
-        texts = self._gist.gists([h.record.content for h in kept])
+        texts = yield Op(self._gist.gists, self._gist.agists, [h.record.content for h in kept])
         out: list[Hit] = []
         used = 0
         for h, text in zip(kept, texts):

@@ -12,7 +12,7 @@ the originals (marked outdated, not deleted) and keeps all their source turns.
 from __future__ import annotations
 
 from ...base import Component, Param
-from ...llm.base import LLM, LLMUsage, UsesLLM
+from ...llm.base import LLM, LLMProgram, LLMUsage, UsesLLM
 from ...llm.prompts import merge_prompt
 from ...llm.text import merge_sentences
 from ...records import MEMORY_TYPES_PARAM, MemoryRecord
@@ -99,8 +99,11 @@ class LLMMerger(UsesLLM, Merger):
         super().__init__(threshold=threshold, max_group=max_group, candidates=candidates,
                          memory_types=memory_types)
 
-    def merged_text(self, group: list[MemoryRecord]) -> str:
-        text = self._call(self.llm, merge_prompt([r.content for r in group]), max_tokens=self.max_tokens).text.strip()
+    def _merged_text(self, group: list[MemoryRecord]) -> LLMProgram:
+        text = (yield merge_prompt([r.content for r in group]), {"max_tokens": self.max_tokens}).strip()
         # an empty answer must not lose the memories: fall back to the offline merge
         return text if text else Merger.merged_text(self, group)
+
+    def merged_text(self, group: list[MemoryRecord]) -> str:
+        return self.run_program(self._merged_text(group))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...base import Component, ConfigError, MemlabError, Param
-from ...llm.base import LLMUsage
+from ...llm.base import LLMUsage, Op, adrive, drive
 from ...llm.counting import resolve_counter
 from ...records import MemoryRecord, Role
 from ...summarize import (
@@ -139,18 +139,18 @@ class ShortTermMemory(Component):
         return chunks
 
     # -- adding ----------------------------------------------------------------------
-    def add(self, record: MemoryRecord) -> list[MemoryRecord]:
-        """Append ``record``; returns the turns folded into the summary (often none)."""
+    def _add(self, record: MemoryRecord):
         chunk = self._append(record)
         if chunk:
-            self._apply(chunk, self._summarizer.fold(chunk, self._pieces))
+            self._apply(chunk, (yield Op(self._summarizer.fold, self._summarizer.afold, chunk, self._pieces)))
         return chunk
 
+    def add(self, record: MemoryRecord) -> list[MemoryRecord]:
+        """Append ``record``; returns the turns folded into the summary (often none)."""
+        return drive(self._add(record))
+
     async def aadd(self, record: MemoryRecord) -> list[MemoryRecord]:
-        chunk = self._append(record)
-        if chunk:
-            self._apply(chunk, await self._summarizer.afold(chunk, self._pieces))
-        return chunk
+        return await adrive(self._add(record))
 
     def _append(self, record: MemoryRecord) -> list[MemoryRecord]:
         if not isinstance(record, MemoryRecord):

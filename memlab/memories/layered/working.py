@@ -251,7 +251,12 @@ class Filter(Step):
             return state
         if self.llm_filter is not None and hits:
             hits = yield Op(self.llm_filter.select, self.llm_filter.aselect, state.question, hits, self.k)
+        return (yield from self._finish(state, hits))
+
+    def _finish(self, state: WorkingState, hits: list[Hit]) -> Generator[Op, Any, WorkingState]:
+        """The program's last part, given the selected hits (a subclass may yield Ops here)."""
         return self._post(state, hits)
+        yield  # unreachable: makes this a generator, like the overrides that do yield
 
     def run(self, state: WorkingState, layers: Layers) -> WorkingState:
         return drive(self._program(state))

@@ -17,7 +17,7 @@ from ..records import ContextRecord, MemoryRecord, Role
 from ..filters import Where
 from ..storage.kv import KeyValueStore
 from ..storage.vector import VectorStore
-from .base import AgentMemory, check_agent_id, with_agent_id
+from .base import AgentMemory, with_agent_id
 
 _UNSET = object()
 
@@ -51,7 +51,6 @@ class ChatHistoryMemory(AgentMemory):
     def _on_params_changed(self) -> None:
         if self.window_size is not None:
             check_count(self.window_size, "window_size")
-        check_agent_id(self.agent_id)
         self._set_context_creator(self.context_creator)
         block = getattr(self, "_block", None)
         if block is None or block.storage is not self.storage:
@@ -130,7 +129,6 @@ class VectorDBMemory(AgentMemory):
 
     def _on_params_changed(self) -> None:
         check_count(self.retrieve_limit, "retrieve_limit")
-        check_agent_id(self.agent_id)
         self._set_context_creator(self.context_creator)
         block = getattr(self, "_block", None)
         if block is None or block.storage is not self.storage:
@@ -210,7 +208,6 @@ class LongtermAgentMemory(AgentMemory):
         check_count(self.retrieve_limit, "retrieve_limit")
         if self.window_size is not None:
             check_count(self.window_size, "window_size")
-        check_agent_id(self.agent_id)
         self._set_context_creator(self.context_creator)
         # blocks define __len__, so test for None explicitly (an empty block is falsy)
         if getattr(self, "_history_arg", _UNSET) is not self.chat_history_block:

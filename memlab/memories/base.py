@@ -12,7 +12,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from ..base import Component, ConfigError
+from ..base import Component, Param
 from ..context import ScoreBasedContextCreator
 from ..records import ContextRecord, MemoryRecord
 from ..tokens import TiktokenCounter
@@ -34,6 +34,12 @@ class AgentMemory(Component):
     """Base class of agent memories. Subclasses set ``self._context_creator``."""
 
     _context_creator: ScoreBasedContextCreator
+    # every agent memory takes these two (a duck-typed creator, as CAMEL's are)
+    constraints = {
+        "agent_id": Param(str),
+        "context_creator": Param(none=True, test=lambda c: hasattr(c, "create_context"),
+                                 expected="an object with create_context(records), or None"),
+    }
 
     @abstractmethod
     def retrieve(self) -> list[ContextRecord]:
@@ -59,16 +65,9 @@ class AgentMemory(Component):
         return self.get_context_creator().create_context(self.retrieve())
 
     def _set_context_creator(self, creator: Any) -> None:
-        if creator is not None and not hasattr(creator, "create_context"):
-            raise ConfigError(f"context_creator must have create_context(records), "
-                              f"got {type(creator).__name__}")
         self._context_creator = creator if creator is not None else default_context_creator()
 
 
-def check_agent_id(agent_id: object) -> str:
-    if not isinstance(agent_id, str):
-        raise ConfigError(f"agent_id must be a string, got {type(agent_id).__name__} {agent_id!r}")
-    return agent_id
 
 
 def with_agent_id(records: Sequence[MemoryRecord], agent_id: str) -> list[MemoryRecord]:

@@ -140,8 +140,9 @@ def test_component_contract(rec):
     ({"window_size": -1}, ValueError, r"window_size must be non-negative, got -1"),
     ({"window_size": 2.0}, TypeError, r"window_size must be an int, got float"),
     ({"keep_rate": 1.5}, ValueError, r"ChatHistoryMemory parameter 'keep_rate': expected a number >= 0 and <= 1, got 1.5"),
-    ({"agent_id": None}, ConfigError, r"agent_id must be a string, got NoneType"),
-    ({"context_creator": 4096}, ConfigError, r"context_creator must have create_context"),
+    ({"agent_id": None}, ConfigError, r"^ChatHistoryMemory parameter 'agent_id': expected a string, got None$"),
+    ({"context_creator": 4096}, ConfigError, r"^ChatHistoryMemory parameter 'context_creator': expected an object with "
+                                            r"create_context\(records\), or None, got 4096$"),
 ])
 def test_validation(params, error, message):
     with pytest.raises(error, match=message):

@@ -64,5 +64,5 @@ def test_clear_agent_id_and_contract(rec):
     assert memory.current_topic == "" and memory.retrieve("umbrella") == [] and len(store) == 0
     with pytest.raises(ValueError, match=r"retrieve_limit must be non-negative, got -2"):
         VectorDBMemory(retrieve_limit=-2)
-    with pytest.raises(ConfigError, match=r"agent_id must be a string"):
+    with pytest.raises(ConfigError, match=r"^VectorDBMemory parameter 'agent_id': expected a string, got 3$"):
         VectorDBMemory(agent_id=3)

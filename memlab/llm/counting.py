@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
+from ..base import Param
+
 _PIECE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|\w+|[^\w\s]", re.UNICODE)
 
 
@@ -36,6 +38,15 @@ def default_token_counter() -> TokenCounterLike:
     except ImportError:
         return FallbackTokenCounter()
     return TiktokenCounter()
+
+
+def _counts(counter: Any) -> bool:
+    return all(callable(getattr(counter, method, None)) for method in ("count", "count_messages"))
+
+
+# the constraint of every duck-typed ``token_counter`` parameter
+TOKEN_COUNTER = Param(none=True, test=_counts,
+                      expected="a token counter (with count() and count_messages()) or None")
 
 
 def resolve_counter(counter: Any) -> TokenCounterLike:

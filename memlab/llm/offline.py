@@ -38,7 +38,7 @@ import re
 from typing import Any
 
 from .base import LLM, Completion, Message
-from .counting import resolve_counter
+from .counting import TOKEN_COUNTER, resolve_counter
 from .prompts import (
     ABSTRACT,
     EXPAND,
@@ -81,6 +81,8 @@ def inflect(word: str) -> str:
 
 class OfflineLLM(LLM):
     """Deterministic rule-based answers to memlab's own prompts; see the module docstring."""
+
+    constraints = {"token_counter": TOKEN_COUNTER}
 
     def __init__(self, token_counter: Any = None, model: str = "memlab-offline"):
         self.token_counter = token_counter

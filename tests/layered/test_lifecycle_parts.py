@@ -234,6 +234,13 @@ def test_gist_filter_counts_the_gists_in_its_budget():
     assert kept.trace[-1] == f"filter: kept 2 of 3 as gists ({budget} tokens)"
     with pytest.raises(ConfigError, match="GistFilter parameter 'token_budget': expected an int >= 1 or None, got 0"):
         GistFilter(token_budget=0)
+    with pytest.raises(ConfigError, match=r"^GistFilter parameter 'token_counter': expected a token counter "
+                                          r"\(with count\(\) and count_messages\(\)\) or None, got 'words'$"):
+        GistFilter(token_counter="words")
+    step = GistFilter()
+    with pytest.raises(ConfigError, match="parameter 'token_counter'"):
+        step.set_params(token_counter=3)
+    assert step.token_counter is None
 
 
 def test_llm_gist_through_the_loopback_server(server, chat_llm):

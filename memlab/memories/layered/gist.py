@@ -13,7 +13,7 @@ from typing import Any
 
 from ...base import Component, Param
 from ...llm.base import LLM, LLMProgram, LLMUsage, Op, UsesLLM
-from ...llm.counting import resolve_counter
+from ...llm.counting import TOKEN_COUNTER, resolve_counter
 from ...llm.prompts import gist_prompt, parse_numbered
 from ...llm.text import cut_words, first_sentence
 from ...records import Hit
@@ -86,7 +86,7 @@ class GistFilter(Filter):
     """
 
     constraints = {"gist": Param(FirstSentenceGist, none=True, expected="a FirstSentenceGist or LLMGist or None"),
-                   "token_budget": Param(int, ge=1, none=True)}
+                   "token_budget": Param(int, ge=1, none=True), "token_counter": TOKEN_COUNTER}
 
     def __init__(self, gist: Any = None, token_budget: int | None = None, token_counter: Any = None,
                  llm_filter: Any = None, min_score: float | None = None, mmr: Any = None, k: int = 5):

@@ -6,7 +6,7 @@ from typing import Any
 
 from ...base import Component, ConfigError, MemlabError, Param
 from ...llm.base import LLMUsage, Op, adrive, drive
-from ...llm.counting import resolve_counter
+from ...llm.counting import TOKEN_COUNTER, resolve_counter
 from ...records import MemoryRecord, Role
 from ...summarize import (
     ExtractiveSummarizer,
@@ -48,6 +48,7 @@ class ShortTermMemory(Component):
         "summarize_at": Param(float, gt=0, le=1),
         "keep_recent": Param(int, ge=0),
         "summarizer": Param(Summarizer, none=True),
+        "token_counter": TOKEN_COUNTER,
     }
 
     def __init__(self, max_turns: int | None = None, token_budget: int = 4000,

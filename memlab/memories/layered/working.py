@@ -16,7 +16,7 @@ from typing import Any, Generator
 from ...base import Component, ConfigError, Param
 from ...extraction import Extractor
 from ...llm.base import LLM, LLMProgram, LLMUsage, Op, UsesLLM, adrive, drive, sum_usage
-from ...llm.counting import resolve_counter
+from ...llm.counting import TOKEN_COUNTER, resolve_counter
 from ...records import Hit, MemoryRecord, Role
 from ...retrieval.base import Retriever
 from ...retrieval.expansion import QueryExpander
@@ -297,6 +297,7 @@ class Load(Step):
         "system_prompt": Param(str, none=True),
         "include_dates": Param(bool),
         "conflict_instruction": Param(str, none=True),
+        "token_counter": TOKEN_COUNTER,
     }
 
     def __init__(self, system_prompt: str | None = None, include_dates: bool = True,

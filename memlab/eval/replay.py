@@ -78,16 +78,22 @@ def _ranked(strategy: Strategy, query: str, k_max: int, budget: int, now: float)
 def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
                     answerer: Any = None, judge: Any = None, budget: int = 0,
                     on_probe: Callable[[], None] | None = None,
-                    on_failure: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                    on_failure: Callable[[str], None] | None = None,
+                    variants: Sequence[dict[str, Any]] | None = None) -> Any:
     """Rows for one dialogue. ``strategy`` is reset first and used in place.
 
     ``budget``: the largest token budget to fill (0: none). A strategy whose ``uses_gold``
     is true (a reference strategy) is shown each probe with ``see_probe`` before it is
     asked. ``on_probe`` is called after each probe (progress bars), ``on_failure`` with the
     error of each failed probe (it may raise to stop the run).
+
+    With ``variants`` (query-time parameter sets, ``replay_variants``) the dialogue is
+    observed once and each probe is asked once per variant, its values set first; the
+    result is then one list of rows per variant.
     """
     strategy.reset()
-    rows: list[dict[str, Any]] = []
+    settings = list(variants) if variants is not None else [None]
+    per_variant: list[list[dict[str, Any]]] = [[] for _ in settings]
     charged = strategy.llm_usage()
     pending: str | None = None  # an LLM failure while reading turns: reported on the next probe
     for kind, item in dialogue.timeline():
@@ -101,58 +107,70 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
         now = dialogue.probe_time(probe)  # type: ignore[arg-type]
         if strategy.uses_gold:
             strategy.see_probe(probe)  # type: ignore[arg-type]
-        error, pending = pending, None
-        hits: list[Any] = []
-        hit_tokens: list[int] = []
-        context: Any = None
-        start = time.perf_counter()
-        try:
-            hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now)  # type: ignore[union-attr]
-            context = strategy.build_context(probe.query, now=now)  # type: ignore[union-attr]
-        except LLMError as exc:
-            error = error or str(exc)
-        latency = (time.perf_counter() - start) * 1000.0
-        usage = strategy.llm_usage()
-        rows.append({
-            "dialogue_id": dialogue.id,
-            "probe_id": probe.id,  # type: ignore[union-attr]
-            "category": probe.category,  # type: ignore[union-attr]
-            "query": probe.query,  # type: ignore[union-attr]
-            "answer": probe.answer,  # type: ignore[union-attr]
-            "gold": list(probe.evidence),  # type: ignore[union-attr]
-            "stale_evidence": list(probe.stale_evidence),  # type: ignore[union-attr]
-            "position": dialogue.probe_position(probe),  # type: ignore[arg-type]
-            "probe_time": float(now),
-            "retrieved_ids": [h.id for h in hits],
-            "retrieved_source_ids": [list(h.memory_record.source_ids) for h in hits],
-            "retrieved_scores": [float(h.score) for h in hits],
-            "retrieved_tokens": [int(t) for t in hit_tokens],
-            "context_ids": list(context.source_ids) if context is not None else [],
-            "context_record_ids": list(context.record_ids) if context is not None else [],
-            "context_tokens": int(context.token_count) if context is not None else 0,
-            "store_size": strategy.store_size(),
-            "llm_prompt_tokens": usage["prompt_tokens"] - charged["prompt_tokens"],
-            "llm_completion_tokens": usage["completion_tokens"] - charged["completion_tokens"],
-            "llm_calls": usage.get("calls", 0) - charged.get("calls", 0),
-            "llm_cached_calls": usage.get("cached_calls", 0) - charged.get("cached_calls", 0),
-            "llm_format_errors": usage.get("format_errors", 0) - charged.get("format_errors", 0),
-            "latency_ms": latency,
-            "error": error,
-        })
-        charged = usage
-        if answerer is not None:
-            answered = _failed_answer_columns()
-            if error is None:
-                try:
-                    answered = _answer_columns(answerer, judge, context.messages, probe)  # type: ignore[arg-type]
-                except LLMError as exc:
-                    rows[-1]["error"] = error = f"answering: {exc}"
-            rows[-1].update(answered)
-        if error is not None and on_failure is not None:
-            on_failure(f"dialogue {dialogue.id!r}, probe {probe.id!r}: {error}")  # type: ignore[union-attr]
+        observed_error, pending = pending, None
+        observed = strategy.llm_usage()  # what reading the turns since the last probe cost
+        for setting, rows in zip(settings, per_variant):
+            if setting is not None:
+                strategy.set_query_params(**setting)  # type: ignore[attr-defined]
+            before = strategy.llm_usage()
+            error = observed_error
+            hits: list[Any] = []
+            hit_tokens: list[int] = []
+            context: Any = None
+            start = time.perf_counter()
+            try:
+                hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now)  # type: ignore[union-attr]
+                context = strategy.build_context(probe.query, now=now)  # type: ignore[union-attr]
+            except LLMError as exc:
+                error = error or str(exc)
+            latency = (time.perf_counter() - start) * 1000.0
+            usage = strategy.llm_usage()
+
+            def cost(key: str) -> int:
+                # the turns read since the last probe plus this variant's own asking
+                return (observed.get(key, 0) - charged.get(key, 0)) + (usage.get(key, 0) - before.get(key, 0))
+
+            rows.append({
+                "dialogue_id": dialogue.id,
+                "probe_id": probe.id,  # type: ignore[union-attr]
+                "category": probe.category,  # type: ignore[union-attr]
+                "query": probe.query,  # type: ignore[union-attr]
+                "answer": probe.answer,  # type: ignore[union-attr]
+                "gold": list(probe.evidence),  # type: ignore[union-attr]
+                "stale_evidence": list(probe.stale_evidence),  # type: ignore[union-attr]
+                "position": dialogue.probe_position(probe),  # type: ignore[arg-type]
+                "probe_time": float(now),
+                "retrieved_ids": [h.id for h in hits],
+                "retrieved_source_ids": [list(h.memory_record.source_ids) for h in hits],
+                "retrieved_scores": [float(h.score) for h in hits],
+                "retrieved_tokens": [int(t) for t in hit_tokens],
+                "context_ids": list(context.source_ids) if context is not None else [],
+                "context_record_ids": list(context.record_ids) if context is not None else [],
+                "context_tokens": int(context.token_count) if context is not None else 0,
+                "store_size": strategy.store_size(),
+                "llm_prompt_tokens": cost("prompt_tokens"),
+                "llm_completion_tokens": cost("completion_tokens"),
+                "llm_calls": cost("calls"),
+                "llm_cached_calls": cost("cached_calls"),
+                "llm_format_errors": cost("format_errors"),
+                "latency_ms": latency,
+                "error": error,
+            })
+            charged_after = usage  # the answerer's calls are counted apart, never as the strategy's
+            if answerer is not None:
+                answered = _failed_answer_columns()
+                if error is None:
+                    try:
+                        answered = _answer_columns(answerer, judge, context.messages, probe)  # type: ignore[arg-type]
+                    except LLMError as exc:
+                        rows[-1]["error"] = error = f"answering: {exc}"
+                rows[-1].update(answered)
+            if error is not None and on_failure is not None:
+                on_failure(f"dialogue {dialogue.id!r}, probe {probe.id!r}: {error}")  # type: ignore[union-attr]
+        charged = charged_after
         if on_probe is not None:
             on_probe()
-    return rows
+    return per_variant if variants is not None else per_variant[0]
 
 
 def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], probe: Any) -> dict[str, Any]:
@@ -291,14 +309,77 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     finally:
         if bar is not None:
             bar.close()
-    rows = [row for rows in per_dialogue for row in rows]
-    frame = pd.DataFrame(rows, columns=_ROW_COLUMNS + (_ANSWER_COLUMNS if answerer is not None else []))
+    return _frame([row for rows in per_dialogue for row in rows], strategy, dataset, label, ks, budgets,
+                  provenance, answerer is not None)
+
+
+def _frame(rows: list[dict[str, Any]], strategy: Strategy, dataset: Dataset, label: str | None,
+           ks: Sequence[int], budgets: Sequence[int], provenance: dict[str, Any] | None,
+           answers: bool) -> pd.DataFrame:
+    """The replay's table from its rows: metrics, stale metrics, configuration columns."""
+    frame = pd.DataFrame(rows, columns=_ROW_COLUMNS + (_ANSWER_COLUMNS if answers else []))
     frame.insert(0, "strategy", label or strategy_label(strategy))
     frame = add_stale_metrics(compute_metrics(frame, ks=ks, budgets=budgets))
     failed_rows = frame["error"].notna()
     if failed_rows.any():  # nothing was measured for a failed probe: no 0 that looks like a miss
         frame.loc[failed_rows, metric_columns(frame)] = float("nan")
     return add_configuration(frame, strategy, dataset, provenance)
+
+
+def shares_observation(strategy: Strategy) -> frozenset[str]:
+    """The strategy's ``query_time_params`` (validated), or an empty set.
+
+    A strategy may declare ``query_time_params``: parameters read only by ``retrieve`` and
+    ``build_context``, never by ``observe``, on a strategy whose asking changes no state
+    (no reinforcement, no forgetting, no LLM call), with a ``set_query_params(**params)``
+    that switches them keeping what was observed. ``replay_variants`` relies on it.
+    """
+    declared = getattr(type(strategy), "query_time_params", frozenset())
+    if not declared:
+        return frozenset()
+    names = set(type(strategy)._param_names())
+    if not isinstance(declared, (set, frozenset)) or not set(declared) <= names \
+            or not callable(getattr(strategy, "set_query_params", None)):
+        raise MemlabError(f"{type(strategy).__name__}.query_time_params must be a set of its parameters "
+                          f"({sorted(names)}) with a set_query_params method, got {declared!r}")
+    return frozenset(declared) if not strategy.uses_gold else frozenset()
+
+
+def replay_variants(variants: Sequence[tuple[Strategy, str | None]], dataset: Dataset, *, k_max: int = 10,
+                    ks: Sequence[int] = (1, 5, 10), budgets: Sequence[int] = (),
+                    provenance: dict[str, Any] | None = None) -> list[pd.DataFrame]:
+    """``replay`` of each ``(strategy, label)`` variant, observing each dialogue once.
+
+    The variants differ only in query-time parameters (``shares_observation``): the first
+    one's clone observes the dialogue, and at each probe every variant's values are set
+    (``set_query_params``) before its retrieve and build_context. Tables are those of
+    separate replays (same rows and values; ``latency_ms`` times each variant's own asking).
+    """
+    first = variants[0][0]
+    shared = shares_observation(first)
+    params = []
+    for strategy, _ in variants:
+        if type(strategy) is not type(first) or not shared:
+            raise MemlabError("replay_variants needs variants of one strategy class declaring query_time_params")
+        own = strategy.get_params(deep=False)
+        base = first.get_params(deep=False)
+        if any(repr(own[k]) != repr(base[k]) for k in own if k not in shared):
+            raise MemlabError("replay_variants: variants may differ only in query_time_params "
+                              f"{sorted(shared)}")
+        params.append({k: own[k] for k in sorted(shared)})
+    budgets = sorted({_check_budget(b) for b in budgets})
+    if k_max < max(ks, default=1):
+        k_max = max(ks)
+    warm_embedding_caches(first, dataset)
+    per_variant: list[list[dict[str, Any]]] = [[] for _ in variants]
+    failed = _FailureLimit(default_max_failures(sum(len(d.probes) for d in dataset.dialogues)))
+    for dialogue in dataset.dialogues:
+        for rows, out in zip(replay_dialogue(first.clone(scope=dialogue.id), dialogue, k_max,
+                                             budget=max(budgets, default=0), on_failure=failed,
+                                             variants=params), per_variant):
+            out.extend(rows)
+    return [_frame(rows, strategy, dataset, label, ks, budgets, provenance, False)
+            for rows, (strategy, label) in zip(per_variant, variants)]
 
 
 def _check_budget(b: Any) -> int:

@@ -3,7 +3,11 @@
 ``sweep(strategy, grid, dataset)`` replays one clone of ``strategy`` per point of the
 grid (the Cartesian product of the parameter lists, in the order given) and stacks the
 per-probe rows. Nothing a parameter does not touch is redone: embedders are wrapped in a
-content-addressed cache, so a ten-point keep_rate sweep embeds each turn once.
+content-addressed cache, so a ten-point keep_rate sweep embeds each turn once, and grid
+points that differ only in a strategy's ``query_time_params`` (``keep_rate`` and
+``token_limit`` of ``window`` and ``longterm``) observe each dialogue once together:
+at each probe every point's values are set and its retrieve and build_context run
+(``memlab.eval.replay.replay_variants``; rows equal to separate replays).
 
 A sweep file (``memlab sweep FILE.toml``)::
 
@@ -48,7 +52,7 @@ from ..strategies.base import Strategy
 from ..strategies.spec import build_strategy
 from .cells import CellStore
 from .dataset import Dataset
-from .replay import load_any, replay
+from .replay import load_any, replay, replay_variants, shares_observation
 
 
 def grid_points(grid: Mapping[str, Sequence[Any]] | None) -> list[dict[str, Any]]:
@@ -103,16 +107,28 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
     computed and a point already stored is read back instead of replayed (resumable sweeps).
     """
     points = configured if configured is not None else configure(strategy, grid, label)
+    shared = _shared_groups(points) if n_jobs == 1 else {}
+    done: dict[int, pd.DataFrame] = {}  # frames replayed with their group, by point index
+
+    def finish(frame: pd.DataFrame, name: str, point: dict[str, Any]) -> pd.DataFrame:
+        frame.insert(1, "base_strategy", name)
+        for k, v in point.items():
+            frame[k] = json.dumps(v) if isinstance(v, (list, dict)) else v
+        return frame
+
     frames = []
-    for point, name, point_label, built in points:
-        def compute(built: Strategy = built, name: str = name, point_label: str = point_label,
+    for n, (point, name, point_label, built) in enumerate(points):
+        def compute(n: int = n, built: Strategy = built, name: str = name, point_label: str = point_label,
                     point: dict[str, Any] = point) -> pd.DataFrame:
-            frame = replay(built, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
-                           progress=progress, budgets=budgets)
-            frame.insert(1, "base_strategy", name)
-            for k, v in point.items():
-                frame[k] = json.dumps(v) if isinstance(v, (list, dict)) else v
-            return frame
+            group = shared.get(n)
+            if group is None:
+                return finish(replay(built, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
+                                     progress=progress, budgets=budgets), name, point)
+            if n not in done:  # the whole group at once: the dialogue is observed once for all
+                replayed = replay_variants([(points[i][3], points[i][2]) for i in group], dataset,
+                                           ks=ks, k_max=k_max, budgets=budgets)
+                done.update(zip(group, replayed))
+            return finish(done.pop(n), name, point)
 
         if cells is None:
             frames.append(compute())
@@ -120,6 +136,26 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
             key = cells.key(built, point_label, name, point, dataset.hash, ks, k_max, budgets)
             frames.append(cells.get_or_compute(key, compute))
     return pd.concat(frames, ignore_index=True)
+
+
+def _shared_groups(points: Sequence[tuple[dict[str, Any], str, str, Strategy]]) -> dict[int, list[int]]:
+    """Point index -> the indices of its group, for points that can share one observation.
+
+    Points group when their strategy declares ``query_time_params`` (``shares_observation``)
+    and their configurations differ only in those (every other parameter, deep, is equal).
+    Groups of one are left out: they replay as usual.
+    """
+    from .replay import flat_params
+
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for n, (_, _, _, built) in enumerate(points):
+        query_time = shares_observation(built)
+        if not query_time:
+            continue
+        rest = {k: v for k, v in flat_params(built).items() if k not in query_time}
+        key = (type(built), json.dumps(rest, sort_keys=True, default=repr))
+        groups.setdefault(key, []).append(n)
+    return {n: group for group in groups.values() if len(group) > 1 for n in group}
 
 
 def _short(value: Any) -> str:

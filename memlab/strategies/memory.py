@@ -8,6 +8,9 @@ ignored. ``LongtermStrategy`` recalls by embedding similarity and lets history
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
+from ..base import ConfigError
 from ..blocks.chat_history import ChatHistoryBlock
 from ..blocks.vectordb import VectorDBBlock
 from ..context import ScoreBasedContextCreator
@@ -27,6 +30,25 @@ def _hits(records: list[ContextRecord], k: int) -> list[Hit]:
     ranked = sorted(records, key=lambda c: -c.score)[:k]  # stable: ties keep memory order
     return [Hit(c.memory_record, float(c.score), c.memory_record.timestamp, rank=n,
                 components={}) for n, c in enumerate(ranked, start=1)]
+
+
+def _set_query_params(strategy: Strategy, params: dict[str, Any], apply: Callable[[], None]) -> None:
+    """Validated assignment of query-time parameters, then ``apply`` (pushes them to the inner
+    components); all or nothing, and no reset."""
+    unknown = sorted(set(params) - strategy.query_time_params)
+    if unknown:
+        raise ConfigError(f"{type(strategy).__name__}.set_query_params: {unknown} are not query-time "
+                          f"parameters; query-time: {sorted(strategy.query_time_params)}")
+    old = {k: getattr(strategy, k) for k in params}
+    try:
+        for k, v in params.items():
+            setattr(strategy, k, v)  # the Component's constraints check each value
+        apply()  # the inner components check theirs
+    except Exception:
+        for k, v in old.items():
+            object.__setattr__(strategy, k, v)
+        apply()
+        raise
 
 
 def _context(creator: ScoreBasedContextCreator, records: list[ContextRecord]) -> Context:
@@ -60,6 +82,19 @@ class WindowStrategy(Strategy):
                                                  token_limit=self.token_limit)
         self._memory = ChatHistoryMemory(context_creator=self._creator,
                                          window_size=self.window_size, keep_rate=self.keep_rate)
+
+    #: Parameters read only when asked (scores and the context budget), never by ``observe``;
+    #: asking changes no state. A sweep over them observes each dialogue once
+    #: (``memlab.eval.sweep``), switching them with ``set_query_params``.
+    query_time_params = frozenset({"keep_rate", "token_limit"})
+
+    def set_query_params(self, **params: float | int) -> None:
+        """Set query-time parameters (``query_time_params``) keeping what was observed."""
+        def apply() -> None:
+            self._creator.set_params(token_limit=self.token_limit)
+            self._memory.block.set_params(keep_rate=self.keep_rate)  # same storage: rescoring only
+
+        _set_query_params(self, params, apply)
 
     def reset(self) -> None:
         self._on_params_changed()
@@ -142,6 +177,18 @@ class LongtermStrategy(Strategy):
         self._version = 0
         self._position_index: dict[str, int] = {}
         self._recall_memo: tuple[tuple[str, int], int, list[ContextRecord]] | None = None
+
+    #: As ``WindowStrategy.query_time_params``: keep_rate and token_limit only score and pack
+    #: the history when a context is built; the recall search does not read them.
+    query_time_params = frozenset({"keep_rate", "token_limit"})
+
+    def set_query_params(self, **params: float | int) -> None:
+        """Set query-time parameters (``query_time_params``) keeping what was observed."""
+        def apply() -> None:
+            self._creator.set_params(token_limit=self.token_limit)
+            self._memory.history_block.set_params(keep_rate=self.keep_rate)  # same storage: rescoring only
+
+        _set_query_params(self, params, apply)
 
     def reset(self) -> None:
         self._on_params_changed()

@@ -177,6 +177,7 @@ class LongtermStrategy(Strategy):
         self._version = 0
         self._position_index: dict[str, int] = {}
         self._recall_memo: tuple[tuple[str, int], int, list[ContextRecord]] | None = None
+        self._retrieve_memo: tuple[tuple[str, int, int], list[Hit]] | None = None
 
     #: As ``WindowStrategy.query_time_params``: keep_rate and token_limit only score and pack
     #: the history when a context is built; the recall search does not read them.
@@ -234,7 +235,15 @@ class LongtermStrategy(Strategy):
         if k <= 0 or not query.strip():
             return []
         if self.retriever is not None:
-            return self.retriever.search(query, k, where=where)
+            if where is not None:
+                return self.retriever.search(query, k, where=where)
+            # the same search at the same state gives the same hits: asked again (a sweep's
+            # query-time variants at one probe) it is answered from the last one
+            key = (query, k, self._version)
+            memo = self._retrieve_memo
+            if memo is None or memo[0] != key:
+                memo = self._retrieve_memo = (key, self.retriever.search(query, k))
+            return list(memo[1])
         if where is not None:
             return _hits(self._memory.vector_block.retrieve(query, limit=k, where=where), k)
         return _hits(self._recall(query, k), k)

@@ -71,8 +71,9 @@ def add_stale_metrics(rows: pd.DataFrame) -> pd.DataFrame:
         if col not in rows.columns:
             raise MemlabError(f"add_stale_metrics needs column {col!r}; columns: {', '.join(map(str, rows.columns))}")
     has_stale = "stale_evidence" in rows.columns
-    values = [stale_metrics(_ids(r["context_ids"]), _ids(r["gold"]), _ids(r["stale_evidence"]) if has_stale else [])
-              for _, r in rows.iterrows()]
+    stale = rows["stale_evidence"].tolist() if has_stale else [None] * len(rows)
+    values = [stale_metrics(_ids(c), _ids(g), _ids(s))
+              for c, g, s in zip(rows["context_ids"].tolist(), rows["gold"].tolist(), stale)]
     out = rows.copy()
     for name in ("stale_in_context", "stale_only"):
         out[name] = pd.Series([v[name] for v in values], index=rows.index, dtype=float)

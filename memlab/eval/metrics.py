@@ -273,28 +273,102 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
     if "context" in views:
         names += list(CONTEXT_METRICS)
     has_sources = "retrieved_source_ids" in rows.columns
-    records: list[dict[str, float]] = []
-    for n, (_, row) in enumerate(rows.iterrows()):
-        gold = _unique(_as_list(row["gold"], "gold", n))
-        values: dict[str, float] = {"n_gold": float(len(gold))}
-        if "retrieval" in views:
+    # Plain lists, one pass per row: the same arithmetic as the per-metric functions above
+    # (pinned equal by tests), without a pandas Series per row.
+    columns: dict[str, list[float]] = {name: [] for name in names}
+    golds = rows["gold"].tolist()
+    retrieved_col = rows["retrieved_ids"].tolist() if "retrieval" in views else None
+    sources_col = rows["retrieved_source_ids"].tolist() if "retrieval" in views and has_sources else None
+    tokens_col = rows["retrieved_tokens"].tolist() if "retrieval" in views and budgets else None
+    context_col = rows["context_ids"].tolist() if "context" in views else None
+    for n, raw_gold in enumerate(golds):
+        gold = _unique(_as_list(raw_gold, "gold", n))
+        g = set(gold)
+        columns["n_gold"].append(len(gold))
+        if retrieved_col is not None:
             # Source ids when the row has them (derived memories), else the retrieved ids.
-            column = "retrieved_source_ids"
-            if not has_sources or _is_missing(row[column]):
-                column = "retrieved_ids"
-            retrieved = _as_list(row[column], column, n)
-            values.update(retrieval_metrics(retrieved, gold, ks))
+            if sources_col is not None and not _is_missing(sources_col[n]):
+                retrieved = _as_list(sources_col[n], "retrieved_source_ids", n)
+            else:
+                retrieved = _as_list(retrieved_col[n], "retrieved_ids", n)
+            items = [_ids(i) for i in retrieved]
+            _retrieval_into(columns, items, g, ks)
             if budgets:
-                tokens = _as_list(row["retrieved_tokens"], "retrieved_tokens", n)
-                values.update(budget_metrics(retrieved, tokens, gold, budgets))
-        if "context" in views:
-            values.update(context_metrics(_as_list(row["context_ids"], "context_ids", n), gold))
-        records.append(values)
-    metrics = pd.DataFrame.from_records(records, index=rows.index, columns=names)
+                tokens = _as_list(tokens_col[n], "retrieved_tokens", n)
+                if len(tokens) != len(retrieved):
+                    raise MemlabError(f"retrieved_tokens has {len(tokens)} entries for "
+                                      f"{len(retrieved)} retrieved items")
+                for b in budgets:
+                    m = budget_prefix(tokens, b)
+                    hit, recall = _hit_recall(items[:m], g)
+                    columns[f"recall@{b}tok"].append(recall)
+                    columns[f"hit_rate@{b}tok"].append(hit)
+                    columns[f"tokens@{b}tok"].append(float(sum(int(t) for t in tokens[:m])))
+        if context_col is not None:
+            ctx = _unique(_as_list(context_col[n], "context_ids", n))
+            if not g:
+                for name in CONTEXT_METRICS:
+                    columns[name].append(NAN)
+            else:
+                hits = [i for i in ctx if i in g]
+                recall = len(set(hits)) / len(g)
+                columns["context_hit_rate"].append(float(bool(hits)))
+                columns["context_recall"].append(recall)
+                columns["context_recall_all"].append(float(recall == 1.0))
+                columns["context_relevance_ratio"].append(len(hits) / len(ctx) if ctx else 0.0)
     out = rows.copy()
     for col in names:
-        out[col] = metrics[col].astype(int if col == "n_gold" else float)
+        out[col] = pd.Series(columns[col], index=rows.index, dtype=int if col == "n_gold" else float)
     return out
+
+
+def _hit_recall(items: list[list[str]], g: set[str]) -> tuple[float, float]:
+    """``hit_rate_at_k`` and ``recall_at_k`` of already-cut items (NaN, NaN without gold)."""
+    if not g:
+        return NAN, NAN
+    covered = {i for ids in items for i in ids if i in g}
+    return float(any(any(i in g for i in ids) for ids in items)), len(covered) / len(g)
+
+
+_IDCG: dict[int, float] = {}
+
+
+def _retrieval_into(columns: dict[str, list[float]], items: list[list[str]], g: set[str],
+                    ks: Sequence[int]) -> None:
+    """Append ``<metric>@k`` of one row to ``columns``, as ``retrieval_metrics`` computes them."""
+    if not g:
+        for name in RETRIEVAL_METRICS:
+            for k in ks:
+                columns[f"{name}@{k}"].append(NAN)
+        return
+    n_gold = len(g)
+    for k in ks:
+        top = items[:k]
+        covered: set[str] = set()
+        relevant = 0
+        first = 0
+        dcg = 0.0
+        for rank, ids in enumerate(top, start=1):
+            gold_ids = [i for i in ids if i in g]
+            if gold_ids:
+                relevant += 1
+                if not first:
+                    first = rank
+                new = set(gold_ids) - covered
+                if new:
+                    dcg += 1.0 / math.log2(rank + 1)
+                    covered |= new
+        recall = len(covered) / n_gold
+        n_ideal = min(k, n_gold)
+        idcg = _IDCG.get(n_ideal)
+        if idcg is None:
+            idcg = _IDCG[n_ideal] = sum(1.0 / math.log2(r + 1) for r in range(1, n_ideal + 1))
+        columns[f"hit_rate@{k}"].append(float(relevant > 0))
+        columns[f"recall@{k}"].append(recall)
+        columns[f"recall_all@{k}"].append(float(recall == 1.0))
+        columns[f"relevance_ratio@{k}"].append(relevant / len(top) if top else 0.0)
+        columns[f"ndcg@{k}"].append(dcg / idcg)
+        columns[f"mrr@{k}"].append(1.0 / first if first else 0.0)
 
 
 def _is_missing(value: Any) -> bool:

@@ -110,14 +110,7 @@ def check_strategy(strategy: Strategy, k: int = 3) -> list[str]:
         ("picklable", _check_pickle),
         ("context", _check_context),
     ]
-    done = []
-    for name, check in checks:
-        try:
-            check(strategy.clone() if name != "is_strategy" else strategy)
-        except AssertionError as exc:
-            raise AssertionError(f"{type(strategy).__name__} failed check {name!r}: {exc}") from None
-        done.append(name)
-    return done
+    return _run_checks(strategy, checks)
 
 
 def _check_is_strategy(s: Strategy) -> None:
@@ -236,14 +229,7 @@ def check_retriever(retriever: Retriever) -> list[str]:
                                             "an unpickled retriever behaves differently")),
         ("params_unchanged_by_use", _check_retriever_params),
     ]
-    done = []
-    for name, check in checks:
-        try:
-            check(retriever.clone() if name != "is_retriever" else retriever)
-        except AssertionError as exc:
-            raise AssertionError(f"{type(retriever).__name__} failed check {name!r}: {exc}") from None
-        done.append(name)
-    return done
+    return _run_checks(retriever, checks)
 
 
 def _check_is_retriever(r: Retriever) -> None:
@@ -296,3 +282,16 @@ def _check_retriever_params(r: Retriever) -> None:
     before = repr(r.get_params())
     _run(r)
     assert repr(r.get_params()) == before, "using the retriever changed its parameters"
+
+
+def _run_checks(subject: Any, checks: list[tuple[str, Any]]) -> list[str]:
+    """Run ``checks`` in order, each on a fresh clone (the first, the type check, on ``subject``
+    itself); the first failure raises AssertionError naming the class and the check."""
+    done = []
+    for n, (name, check) in enumerate(checks):
+        try:
+            check(subject.clone() if n else subject)
+        except AssertionError as exc:
+            raise AssertionError(f"{type(subject).__name__} failed check {name!r}: {exc}") from None
+        done.append(name)
+    return done

@@ -77,10 +77,11 @@ class CachedEmbedder(Embedder, Warmable):
         if target != ":memory:":
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = connect(target)
-        with self._conn:
-            self._conn.execute("CREATE TABLE IF NOT EXISTS embeddings "
-                               "(key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        def setup(conn: sqlite3.Connection) -> None:
+            with conn:
+                conn.execute("CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+
+        self._conn = connect(target, setup=setup)
 
     def close(self) -> None:
         conn, self._conn = getattr(self, "_conn", None), None

@@ -70,9 +70,11 @@ class ResponseCache(Component):
                     raise MemlabError(f"ResponseCache path {self.path!r}: cannot create folder "
                                       f"{folder!r}: {exc.strerror}") from None
             try:
-                conn = connect(target)
-                conn.execute(_SCHEMA)
-                conn.commit()
+                def setup(conn: sqlite3.Connection) -> None:
+                    conn.execute(_SCHEMA)
+                    conn.commit()
+
+                conn = connect(target, setup=setup)
             except sqlite3.DatabaseError as exc:
                 raise MemlabError(f"ResponseCache path {self.path!r} is not a usable SQLite file: {exc}") from exc
             self._conn = conn

@@ -211,10 +211,12 @@ class SQLiteKeyValueStore(KeyValueStore):
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         # check_same_thread=False plus our own lock: evaluations may run in worker threads
-        self._conn = connect(target)
-        with self._conn:
-            self._conn.execute(f'CREATE TABLE IF NOT EXISTS "{self.table}" '
-                               "(seq INTEGER PRIMARY KEY AUTOINCREMENT, data TEXT NOT NULL)")
+        def setup(conn: sqlite3.Connection) -> None:
+            with conn:
+                conn.execute(f'CREATE TABLE IF NOT EXISTS "{self.table}" '
+                             "(seq INTEGER PRIMARY KEY AUTOINCREMENT, data TEXT NOT NULL)")
+
+        self._conn = connect(target, setup=setup)
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:

@@ -15,15 +15,55 @@ WAL needs a local file system (its shared-memory index does not work over NFS/SM
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 #: How long a connection waits for another process's write lock before failing.
 BUSY_TIMEOUT_S = 60.0
 
+T = TypeVar("T")
 
-def connect(target: str, **kwargs: Any) -> sqlite3.Connection:
-    """``sqlite3.connect`` usable from worker threads, in WAL mode (files) with a busy timeout."""
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def retry_busy(fn: Callable[[], T], timeout: float = BUSY_TIMEOUT_S) -> T:
+    """``fn()``, retried with growing pauses while SQLite answers "database is locked".
+
+    The busy timeout covers ordinary write contention, but SQLite returns SQLITE_BUSY at once,
+    without calling the busy handler, where waiting could deadlock: switching a file to WAL
+    while another process opens it, or a read transaction that must become a write. Two
+    processes creating the same file at the same moment meet exactly these cases.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+
+
+def connect(target: str, *, setup: Callable[[sqlite3.Connection], Any] | None = None,
+            **kwargs: Any) -> sqlite3.Connection:
+    """``sqlite3.connect`` usable from worker threads, in WAL mode (files) with a busy timeout.
+
+    ``setup(conn)`` (creating tables, migrations) runs after the journal mode is set; both are
+    retried while another process holds the file (see ``retry_busy``).
+    """
     conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_S, check_same_thread=False, **kwargs)
-    if target != ":memory:":
-        conn.execute("PRAGMA journal_mode=WAL")
+    try:
+        if target != ":memory:":
+            retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"))
+        if setup is not None:
+            retry_busy(lambda: setup(conn))
+    except BaseException:
+        conn.close()
+        raise
     return conn

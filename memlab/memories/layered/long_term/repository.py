@@ -103,13 +103,21 @@ class Repository:
             if not os.path.isdir(folder):
                 raise ConfigError(f"path {self.path!r}: folder {folder!r} does not exist")
         try:
-            conn = connect(target, isolation_level=None)
-            conn.executescript(_SCHEMA)
-            columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
-            if "namespace" not in columns:
-                for statement in _NAMESPACE[:1]:
-                    conn.execute(statement)
-            conn.execute(_NAMESPACE[1])
+            def setup(conn: sqlite3.Connection) -> set[str]:
+                conn.executescript(_SCHEMA)
+                columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+                if "namespace" not in columns:
+                    try:
+                        conn.execute(_NAMESPACE[0])
+                    except sqlite3.OperationalError as exc:
+                        # another process added the column between our look and our ALTER
+                        if "duplicate column" not in str(exc):
+                            raise
+                conn.execute(_NAMESPACE[1])
+                return columns
+
+            columns: set[str] = set()
+            conn = connect(target, isolation_level=None, setup=lambda c: columns.update(setup(c)))
             missing = set(_COLUMNS) - columns
         except sqlite3.DatabaseError as exc:
             raise MemlabError(f"path {self.path!r} is not a usable SQLite file: {exc}") from exc

@@ -47,6 +47,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from ..base import Component, MemlabError, Param, Resource
 from ..embeddings.base import Embedder
 from ..filters import matches, to_chroma_where, validate_where
+from .sqlite import BUSY_TIMEOUT_S
 from .vector import VectorStore, check_add_args
 
 SEQ_KEY = "memlab:seq"
@@ -92,6 +93,45 @@ def component_from_config(config: Any) -> Any:
         return [component_from_config(v) for v in config]
     return config
 
+
+def _locked(exc: BaseException) -> bool:
+    return "database is locked" in str(exc)
+
+
+def _retry_locked(fn: Any, timeout: float = BUSY_TIMEOUT_S) -> Any:
+    """``fn()``, retried with growing pauses while chroma's SQLite says "database is locked"
+    (two processes opening one persistent folder at once; chroma gives up at once there)."""
+    deadline = time.monotonic() + timeout
+    pause = 0.01
+    while True:
+        try:
+            return fn()
+        except Exception as exc:
+            if not _locked(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+
+
+def _persistent_client(path: str, settings: Settings) -> Any:
+    """``chromadb.PersistentClient`` that waits for another process creating the same folder.
+
+    chroma caches one System per folder before starting it, so a start that failed on the lock
+    would be handed back broken on the next try: it is dropped from the cache first.
+    """
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    def attempt() -> Any:
+        cached = set(SharedSystemClient._identifier_to_system)
+        try:
+            return chromadb.PersistentClient(path=path, settings=settings)
+        except Exception:
+            for identifier in set(SharedSystemClient._identifier_to_system) - cached:
+                SharedSystemClient._identifier_to_system.pop(identifier, None)
+                SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+            raise
+
+    return _retry_locked(attempt)
 
 @register_embedding_function
 class MemlabEmbeddingFunction(EmbeddingFunction[Documents]):
@@ -193,9 +233,9 @@ class ChromaVectorStore(Resource, VectorStore):
         if self.path is None:
             client = chromadb.EphemeralClient(settings=settings)
         else:
-            client = chromadb.PersistentClient(path=str(self.path), settings=settings)
+            client = _persistent_client(str(self.path), settings)
         try:
-            coll = self._get_or_create(client)
+            coll = _retry_locked(lambda: self._get_or_create(client))
         except BaseException:
             client.close()
             raise

@@ -24,12 +24,17 @@ Behaviour matches ``NumpyVectorStore``:
 HNSW search is approximate; ``ef_search=500`` (and ``ef_construction=200``,
 ``max_neighbors=32``) makes it return the exact top-k on the test data. Several
 processes may write one persistent collection: a sequence number holds the writer's pid
-and a millisecond clock (``_take_seqs``), so two writers never share one.
+and a millisecond clock (``_take_seqs``), so two writers never share one, and every write
+(and the first open) holds an exclusive ``fcntl`` lock on ``.memlab-write.lock`` in the folder,
+because chroma's own SQLite layer answers "database is locked" at once to a second process
+writing at the same moment; a write that still meets that answer is retried for up to
+``BUSY_TIMEOUT_S`` seconds (an upsert or delete of the same ids is safe to repeat).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib
 import os
 import re
@@ -111,6 +116,28 @@ def _retry_locked(fn: Any, timeout: float = BUSY_TIMEOUT_S) -> Any:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.5)
+
+
+@contextlib.contextmanager
+def _folder_lock(path: str | None, shared: bool = False) -> Any:
+    """Hold a lock on ``<path>/.memlab-write.lock`` (no-op in memory): exclusive to write,
+    shared to read.
+
+    Serialises writers from several processes on one persistent folder and keeps readers out
+    while one writes (chroma's SQLite file is in rollback-journal mode, where a reader meeting
+    a commit is refused at once); the lock is released when the file is closed, so a killed
+    process never leaves it held.
+    """
+    if path is None:
+        yield
+        return
+    os.makedirs(path, exist_ok=True)
+    fd = os.open(os.path.join(path, ".memlab-write.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
 
 
 def _persistent_client(path: str, settings: Settings) -> Any:
@@ -230,27 +257,29 @@ class ChromaVectorStore(Resource, VectorStore):
     def _open(self) -> None:
         settings = Settings(anonymized_telemetry=False)
         client: Any
-        if self.path is None:
-            client = chromadb.EphemeralClient(settings=settings)
-        else:
-            client = _persistent_client(str(self.path), settings)
-        try:
-            coll = _retry_locked(lambda: self._get_or_create(client))
-        except BaseException:
-            client.close()
-            raise
+        with _folder_lock(self.path):
+            if self.path is None:
+                client = chromadb.EphemeralClient(settings=settings)
+            else:
+                client = _persistent_client(str(self.path), settings)
+            try:
+                coll = _retry_locked(lambda: self._get_or_create(client))
+            except BaseException:
+                client.close()
+                raise
         self._client, self._coll = client, coll
         self._dim = self.dim
         self._next_seq = 0
-        if coll.count():
-            first = coll.get(limit=1, include=["embeddings"])
+        if self._read(coll.count):
+            first = self._read(lambda: coll.get(limit=1, include=["embeddings"]))
             stored_dim = len(first["embeddings"][0])
             if self.dim is not None and stored_dim != self.dim:
                 self.close()
                 raise MemlabError(f"collection {self._name!r} at {self.path!r} holds vectors of "
                                   f"dimension {stored_dim}, but dim={self.dim}")
             self._dim = stored_dim
-            last = max(self._seq_of(md) for md in coll.get(include=["metadatas"])["metadatas"])
+            stored = self._read(lambda: coll.get(include=["metadatas"]))["metadatas"]
+            last = max(self._seq_of(md) for md in stored)
             self._next_seq = (last // _PID_SPAN + 1) * _PID_SPAN  # past the last counter, any pid
 
     def _get_or_create(self, client: Any) -> Any:
@@ -281,6 +310,11 @@ class ChromaVectorStore(Resource, VectorStore):
         client.close()
 
     # -- helpers ----------------------------------------------------------------------
+    def _read(self, fn: Any) -> Any:
+        """``fn()`` under the folder's shared lock, retried while chroma says it is locked."""
+        with _folder_lock(self.path, shared=True):
+            return _retry_locked(fn)
+
     def _take_seqs(self, n: int) -> list[int]:
         """``n`` ordering keys, increasing, and unique across processes writing one collection.
 
@@ -324,19 +358,23 @@ class ChromaVectorStore(Resource, VectorStore):
         seqs = self._take_seqs(len(ids))
         stored_md = [{**dict(md), SEQ_KEY: seq}
                      for md, seq in zip(metadatas or [{}] * len(ids), seqs)]
-        coll.upsert(ids=ids, embeddings=vectors, metadatas=stored_md,
-                    documents=list(documents) if documents is not None else [""] * len(ids))
+        docs = list(documents) if documents is not None else [""] * len(ids)
+        with _folder_lock(self.path):
+            _retry_locked(lambda: coll.upsert(ids=ids, embeddings=vectors, metadatas=stored_md,
+                                              documents=docs))
         self._dim = vectors.shape[1]
 
     def delete(self, ids) -> None:
         ids = [str(i) for i in ids]
         if ids:
-            self._col().delete(ids=ids)
+            coll = self._col()
+            with _folder_lock(self.path):
+                _retry_locked(lambda: coll.delete(ids=ids))
 
     def query(self, vector, k, where=None):
         validate_where(where)
         coll = self._col()
-        total = coll.count()
+        total = self._read(coll.count)
         if k <= 0 or total == 0:
             return []
         q = self._check_query_vector(vector)
@@ -359,8 +397,9 @@ class ChromaVectorStore(Resource, VectorStore):
         """(id, score, seq) for at least ``k + 10`` candidates passing ``where`` (or all there are)."""
         fetch = min(total, 2 * k + 10)
         while True:
-            res = coll.query(query_embeddings=[q], n_results=fetch, where=chroma_where, ids=allowed,
-                             include=["metadatas", "distances"])
+            res = self._read(lambda: coll.query(query_embeddings=[q], n_results=fetch,
+                                                where=chroma_where, ids=allowed,
+                                                include=["metadatas", "distances"]))
             got = res["ids"][0]
             rows = [(id_, 1.0 - float(d), self._seq_of(md))
                     for id_, d, md in zip(got, res["distances"][0], res["metadatas"][0])
@@ -370,7 +409,7 @@ class ChromaVectorStore(Resource, VectorStore):
             fetch = min(total, fetch * 4)
 
     def _matching_ids(self, coll, where) -> list[str]:
-        res = coll.get(include=["metadatas"])
+        res = self._read(lambda: coll.get(include=["metadatas"]))
         return [id_ for id_, md in zip(res["ids"], res["metadatas"])
                 if matches(self._user_metadata(md), where)]
 
@@ -378,8 +417,9 @@ class ChromaVectorStore(Resource, VectorStore):
         ids = [str(i) for i in ids]
         if not ids:
             return []
-        res = self._col().get(ids=list(dict.fromkeys(ids)),
-                              include=["embeddings", "metadatas", "documents"])
+        coll = self._col()
+        res = self._read(lambda: coll.get(ids=list(dict.fromkeys(ids)),
+                                          include=["embeddings", "metadatas", "documents"]))
         found = {id_: n for n, id_ in enumerate(res["ids"])}
         out = []
         for id_ in ids:
@@ -391,18 +431,21 @@ class ChromaVectorStore(Resource, VectorStore):
         return out
 
     def ids(self):
-        res = self._col().get(include=["metadatas"])
+        coll = self._col()
+        res = self._read(lambda: coll.get(include=["metadatas"]))
         order = sorted(range(len(res["ids"])), key=lambda n: self._seq_of(res["metadatas"][n]))
         return [res["ids"][n] for n in order]
 
     def __len__(self) -> int:
-        return int(self._col().count())
+        coll = self._col()
+        return int(self._read(coll.count))
 
     def clear(self) -> None:
         # a fresh collection, because an emptied one keeps its vector dimension
         self._col()
-        self._client.delete_collection(self._name)
-        self._coll = self._get_or_create(self._client)
+        with _folder_lock(self.path):
+            _retry_locked(lambda: self._client.delete_collection(self._name))
+            self._coll = _retry_locked(lambda: self._get_or_create(self._client))
         self._next_seq = 0
         self._dim = self.dim
 

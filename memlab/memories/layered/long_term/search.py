@@ -38,11 +38,10 @@ class DecaySearch:
             if not len(self):
                 return []
             t = self.resolve_now(now)
-            vector = self._embedder.embed_queries([query])[0]  # e5/bge: query mode
             push = where if where and _where_keys(where) <= set(VECTOR_KEYS) else None
             n = max(k, self.CANDIDATES)
             while True:
-                pairs = self._store.query(vector, n, where=push)
+                pairs = [(h.id, h.score) for h in self._vectors.search(query, n, where=push)]
                 found = {r["memory_id"]: r for r in self._rows_for([i for i, _ in pairs])}
                 candidates = [(found[i], s, rank) for rank, (i, s) in enumerate(pairs, 1) if i in found
                               and s > 0.0 and (include_outdated or found[i]["status"] == "active")

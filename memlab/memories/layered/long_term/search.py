@@ -73,10 +73,10 @@ class DecaySearch:
         with self._lock:
             t = self.resolve_now(now)
             for row in self._rows_for(list(dict.fromkeys(map(str, ids)))):
-                strength = self.decay.reinforce(row["strength"]) if self.decay is not None else row["strength"]
+                strength, last = (self.decay.recalled(row["strength"], row["last_accessed"], t)
+                                  if self.decay is not None else (row["strength"], max(row["last_accessed"], t)))
                 self.db.execute("UPDATE memories SET access_count = access_count + 1, last_accessed = ?, "
-                                "strength = ? WHERE memory_id = ?",
-                                (max(row["last_accessed"], t), strength, row["memory_id"]))
+                                "strength = ? WHERE memory_id = ?", (last, strength, row["memory_id"]))
 
     def retention(self, memory_id: str, now: float | None = None) -> float:
         """``decay.weight(now, last_accessed, strength)`` of a memory (1.0 without decay)."""
@@ -98,6 +98,6 @@ class DecaySearch:
             return []
         with self._lock:
             t = self.resolve_now(now)
-            doomed = [r["memory_id"] for r in self._rows("ORDER BY seq")
-                      if self.decay.should_forget(self.decay.elapsed(t, r["last_accessed"]), r["strength"])]
+            doomed = self.decay.forgotten(t, ((r["memory_id"], r["last_accessed"], r["strength"])
+                                              for r in self._rows("ORDER BY seq")))
             return self.delete(doomed)

@@ -95,3 +95,32 @@ def test_layered_builtin_recalls_turns_under_fact_augmented_keys():
     assert hits[0].record.content == "Actually I switched from coffee to green tea last month."
     assert s.steps["retrieve"].index.key(hits[0].id) == \
         "Actually I switched from coffee to green tea last month.\nUser switched to green tea last month"
+
+
+def test_version_moves_on_writes_only_and_the_index_reads_memories_again_only_then(tmp_path):
+    path = str(tmp_path / "ltm.sqlite")
+    ltm = LongTermMemory(path=path)
+    a = ltm.add("Caroline went to a support group.", "event_summary", source_ids=["D1:1"], timestamp=DAY)
+    v0 = ltm.version
+    ltm.touch([a.id], now=2 * DAY)
+    ltm.search("support group", 1)  # recalls (touch) are not writes of memories
+    assert ltm.version == v0
+    b = ltm.add("Melanie paints sunsets.", "event_summary", source_ids=["D1:2"], timestamp=2 * DAY)
+    v1 = ltm.version
+    assert v1 != v0
+    ltm.delete([b.id])
+    assert ltm.version not in (v0, v1)
+
+    index = KeyedIndex(BM25Retriever())
+    reads = []
+    original = ltm.records
+    ltm.records = lambda **kw: reads.append(1) or original(**kw)  # count full reads of the table
+    assert [h.id for h in index.search(ltm, "support", 1)] == [a.id]
+    assert [h.id for h in index.search(ltm, "support", 1)] == [a.id] and len(reads) == 1
+    ltm.touch([a.id], now=3 * DAY)
+    (hit,) = index.search(ltm, "support", 1)
+    assert len(reads) == 1 and hit.record.metadata["access_count"] == 3  # returned units are read fresh
+    other = LongTermMemory(path=path)  # another connection writes: the index sees it
+    c = other.add("Caroline plans a support walk.", "event_summary", source_ids=["D1:3"], timestamp=3 * DAY)
+    assert c.id in [h.id for h in index.search(ltm, "support walk", 2)] and len(reads) == 2
+    other.close()

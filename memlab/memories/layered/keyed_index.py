@@ -17,7 +17,9 @@ line. Units enter the retriever in long-term order (``seq``), with
 ``metadata["session_id"]`` = their ``source_session``, so a ``ContextualRetriever`` sees
 the dialogue's neighbours. ``sync`` runs before each search: new units are added; when a
 unit left (outdated, deleted, cleared) or its key changed, the index is rebuilt, so it
-always equals what a fresh index of the current memories would be.
+always equals what a fresh index of the current memories would be. The memories are read
+again only when ``LongTermMemory.version`` moved (a write, here or by another connection);
+the units a search returns are read fresh, so their access columns are current.
 
 A ``where`` filter applies to the units (their long-term columns in metadata): a fact
 folded into its turn's key is found only through that turn, so ``{"memory_type":
@@ -58,8 +60,13 @@ class KeyedIndex:
         self.retriever = retriever
         self._keys: dict[str, str] = {}
         self._units: dict[str, MemoryRecord] = {}
+        self._synced: tuple[LongTermMemory, tuple[int, int]] | None = None
 
     def sync(self, long_term: LongTermMemory) -> None:
+        version = long_term.version
+        if self._synced is not None and self._synced[0] is long_term and self._synced[1] == version:
+            return
+        self._synced = (long_term, version)
         wanted = _units(long_term.records(include_outdated=False))
         keys = {u.id: key for u, key in wanted}
         stale = (len(self.retriever) != len(self._keys)
@@ -87,5 +94,10 @@ class KeyedIndex:
         if k == 0 or not query.strip() or not self._units:
             return []
         hits = self.retriever.search(query, k, where=where, now=now)
-        return [Hit(memory_record=self._units[h.id], score=float(h.score), timestamp=self._units[h.id].timestamp,
-                    rank=n, components=h.components) for n, h in enumerate(hits, start=1)]
+        fresh = {r.id: r for r in long_term.get_many([h.id for h in hits])}
+        out = []
+        for h in hits:
+            unit = fresh.get(h.id, self._units[h.id])
+            out.append(Hit(memory_record=unit, score=float(h.score), timestamp=unit.timestamp,
+                           rank=len(out) + 1, components=h.components))
+        return out

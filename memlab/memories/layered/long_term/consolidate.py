@@ -139,7 +139,7 @@ class Consolidation:
         db.execute(_EVIDENCE_SCHEMA)
         if db.execute("SELECT 1 FROM memories WHERE memory_id = ?", (row["memory_id"],)).fetchone():
             raise MemlabError(f"memory_id {row['memory_id']!r} already exists")
-        db.execute("BEGIN IMMEDIATE")
+        self._begin()  # type: ignore[attr-defined]
         try:
             db.execute("INSERT INTO memories (namespace, memory_id, user_id, content, memory_type, subject, "
                        "source_session, timestamp, access_count, last_accessed, strength, status, supersedes, "

@@ -96,6 +96,7 @@ class LongTermMemory(Consolidation, DecaySearch, WritePath, Repository, Resource
         self._vectors = VectorRetriever(embedder=self._embedder, vector_store=self._store)
         self._resolver = self.conflict_resolver if self.conflict_resolver is not None else ConflictResolver()
         self._db = self._connect()
+        self._writes = getattr(self, "_writes", 0) + 1  # another file or store: ``version`` moves
         self._last_repair = self.check_and_repair()
 
     def scoped(self, scope: str) -> LongTermMemory:

@@ -128,6 +128,25 @@ class Repository:
             raise MemlabError(f"path {self.path!r}: table 'memories' lacks column(s) {sorted(missing)}")
         return conn
 
+    def _begin(self) -> None:
+        """Open a write transaction (and count it, see ``version``)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        self._writes += 1
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """Changes when the set of memories or what they say may have changed: the count of
+        this object's write transactions (adds, deletes, clears, consolidations; not recalls,
+        which only move the access columns) and SQLite's ``data_version`` (commits by other
+        connections). Equal versions mean the same memories, so an index built from them
+        (``KeyedIndex``) need not be read again."""
+        return self._writes, int(self.db.execute("PRAGMA data_version").fetchone()[0])
+
+    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The memories ``ids`` of this namespace, in the order asked (unknown ids left out)."""
+        rows = {r["memory_id"]: r for r in self._rows_for([str(i) for i in ids])}
+        return [self.to_record(rows[str(i)]) for i in ids if str(i) in rows]
+
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
@@ -159,6 +178,7 @@ class Repository:
             self._db = conn
         else:
             self._db = self._connect()
+        self._writes = getattr(self, "_writes", 0) + 1
         self._last_repair = self.check_and_repair()
 
     def close(self) -> None:

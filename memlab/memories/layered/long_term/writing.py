@@ -35,7 +35,7 @@ class WritePath:
             db = self.db
             written: list[dict[str, Any]] = []
             out_ids: list[str] = []
-            db.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 for row in prepared:
                     out_ids.append(self._insert(row, written))
@@ -120,7 +120,7 @@ class WritePath:
                 "SELECT 1 FROM memories WHERE memory_id = ? AND namespace = ?", (i, self.namespace)).fetchone()]
             if not known:
                 return []
-            self.db.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 self.db.executemany("DELETE FROM memories WHERE memory_id = ?", [(i,) for i in known])
                 self._vectors.remove(known)
@@ -136,7 +136,7 @@ class WritePath:
         with self._lock:
             ids = [r[0] for r in self.db.execute("SELECT memory_id FROM memories WHERE namespace = ?",
                                                  (self.namespace,))]
-            self.db.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 self.db.execute("DELETE FROM memories WHERE namespace = ?", (self.namespace,))
                 if not self.db.execute("SELECT 1 FROM memories LIMIT 1").fetchone():

@@ -71,9 +71,16 @@ def _env(folder: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(folder), os.environ.get("PYTHONPATH", "")])}
 
 
+def _default_sigint() -> None:
+    # a shell's background job starts with SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt: give the sweep the default disposition a terminal user's has
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(toml: Path, out: Path, **env: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "memlab.cli", "sweep", str(toml), "--output", str(out),
-                             "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**_env(toml.parent), **env})
+                             "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**_env(toml.parent), **env}, preexec_fn=_default_sigint)
 
 
 def _wait_for_cells(out: Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:

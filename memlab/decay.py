@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from abc import abstractmethod
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -94,6 +95,22 @@ class DecayModel(Component):
         scan of every memory at every search. A model that overrides ``should_forget``
         forgets unless it overrides this too."""
         return type(self).should_forget is not DecayModel.should_forget
+
+    def recalled(self, strength: float, last_recall: float, now: float) -> tuple[float, float]:
+        """(strength, last_recall) after a recall at ``now``: ``(reinforce(strength),
+        max(last_recall, now))`` (a recall never moves the last one back)."""
+        return self.reinforce(strength), max(float(last_recall), float(now))
+
+    def forgotten(self, now: float, memories: Iterable[tuple[str, float, float]]) -> list[str]:
+        """Ids among ``(id, last_recall, strength)`` that garbage collection drops at ``now``:
+        ``should_forget(elapsed(now, last_recall), strength)``, examined in the order given
+        (a stochastic model draws in that order); none, without a scan, when the model
+        never forgets. The one forgetting rule of ``DecayRetriever`` and ``LongTermMemory``.
+        """
+        if not self.forgets():
+            return []
+        return [i for i, last, strength in memories
+                if self.should_forget(self.elapsed(now, last), strength)]
 
     def reset(self) -> None:
         """Restart any random sequence."""

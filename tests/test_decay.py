@@ -127,3 +127,23 @@ def test_set_params_reseeds():
     first = [e.should_forget(0.7, 1.0) for _ in range(10)]
     e.set_params(seed=1)
     assert [e.should_forget(0.7, 1.0) for _ in range(10)] == first
+
+
+def test_recalled_and_forgotten_are_the_one_rule_for_every_memory():
+    model = Ebbinghaus(strength_growth=2.0, forget_threshold=0.05)
+    # S = 1 + 2 = 3; a recall never moves the last one back
+    assert model.recalled(1.0, 100.0, 50.0) == (3.0, 100.0)
+    assert model.recalled(1.0, 100.0, 150.0) == (3.0, 150.0)
+    day = 86400.0
+    # exp(-t / S) < 0.05  <=>  t > S ln 20 = 2.9957 S days
+    memories = [("a", 0.0, 1.0), ("b", 0.0, 2.0), ("c", 2 * day, 1.0)]
+    assert model.forgotten(3 * day, memories) == ["a"]
+    assert model.forgotten(5.9 * day, memories) == ["a", "c"]  # b: 5.9 < 5.9915
+    assert model.forgotten(6.0 * day, [("b", 0.0, 2.0)]) == ["b"]  # 6 > 5.9915
+    never = Ebbinghaus(forget_threshold=0.0)
+
+    def boom():
+        raise AssertionError("a model that never forgets must not scan")
+        yield
+
+    assert never.forgotten(1e12, boom()) == []

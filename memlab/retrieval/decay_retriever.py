@@ -152,8 +152,7 @@ class DecayRetriever(WrapperRetriever):
             state = self._state.get(i)
             if state is None:
                 continue
-            state[0] = self._decay.reinforce(state[0])
-            state[1] = max(state[1], t)
+            state[0], state[1] = self._decay.recalled(state[0], state[1], t)
             state[2] += 1
 
     def collect_garbage(self, now: float | None = None) -> list[str]:
@@ -163,13 +162,8 @@ class DecayRetriever(WrapperRetriever):
         order) and removed from this retriever and the wrapped one.
         """
         t = self.resolve_now(now)
-        doomed: list[str] = []
-        if not self._decay.forgets():  # nothing to find: no scan of every memory per search
-            return doomed
-        for i in list(self._records):
-            strength, last, _ = self._state[i]
-            if self._decay.should_forget(self._decay.elapsed(t, last), strength):
-                doomed.append(i)
+        state = self._state
+        doomed = self._decay.forgotten(t, ((i, state[i][1], state[i][0]) for i in self._records))
         self.remove(doomed)
         return doomed
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections import Counter
+from collections.abc import Sequence
 
 from ..base import Component, ConfigError, Param
 from ..records import Hit
@@ -108,6 +109,35 @@ class PseudoRelevanceFeedback(QueryExpander):
         return [query, expanded]
 
 
+def fuse_queries(per_query: Sequence[Sequence[Hit]], fusion: Fusion,
+                 expander: object = None) -> list[tuple[str, float]]:
+    """Fuse one ranked hit list per query (query 0 is the original) with ``fusion``.
+
+    Fusion weight i belongs to query i: with n queries the first n of ``fusion.weights``
+    apply (None: equal weights); more queries than weights is a ConfigError naming the
+    ``expander``. Returns (id, fused score), best first as ``fusion`` orders them. The one
+    implementation of multi-query fusion (``ExpansionRetriever``, the layered memory's
+    ``Retrieve`` step).
+    """
+    weights = getattr(fusion, "weights", None)
+    if weights is not None:
+        weights = list(weights)
+        if len(per_query) > len(weights):
+            raise ConfigError(
+                f"{type(expander).__name__} returned {len(per_query)} queries but "
+                f"{type(fusion).__name__} weights={weights!r} has only {len(weights)} "
+                f"entries; give one weight per query (the original query first)")
+        weights = weights[:len(per_query)]
+    return fusion.fuse([[(h.id, h.score) for h in hits] for hits in per_query], weights)
+
+
+def query_components(ids: Sequence[str], per_query: Sequence[Sequence[Hit]]) -> list[dict[str, dict[str, float]]]:
+    """For each id, ``{"query_i": {"score", "rank"}}`` from every query list that found it."""
+    by_query = [{h.id: h for h in hits} for hits in per_query]
+    return [{f"query_{q}": {"score": found[i].score, "rank": found[i].rank}
+             for q, found in enumerate(by_query) if i in found} for i in ids]
+
+
 class ExpansionRetriever(WrapperRetriever):
     """Searches every query from ``expander`` on ``retriever`` and fuses the lists.
 
@@ -146,19 +176,6 @@ class ExpansionRetriever(WrapperRetriever):
                               f"query first, got {queries[:1]!r}")
         return queries
 
-    def _weights_for(self, n_queries: int) -> list[float] | None:
-        """Weight i for query i: the first ``n_queries`` configured weights (None: equal)."""
-        weights = getattr(self._fusion, "weights", None)
-        if weights is None:
-            return None
-        weights = list(weights)
-        if n_queries > len(weights):
-            raise ConfigError(
-                f"{type(self.expander).__name__} returned {n_queries} queries but "
-                f"{type(self._fusion).__name__} weights={weights!r} has only {len(weights)} "
-                f"entries; give one weight per query (the original query first)")
-        return weights[:n_queries]
-
     def search(self, query: str, k: int = 5, *, where: Where | None = None,
                now: float | None = None) -> list[Hit]:
         k = self._check_search(k, where)
@@ -166,17 +183,6 @@ class ExpansionRetriever(WrapperRetriever):
             return []
         queries = self.queries(query, where=where, now=now)
         n = max(k, self.candidates)
-        weights = self._weights_for(len(queries))
         per_query = [self.retriever.search(q, n, where=where, now=now) for q in queries]
-        fused = self._fusion.fuse([[(h.id, h.score) for h in hits] for hits in per_query], weights)
-        ranked = self._order(fused)[:k]
-        by_query = [{h.id: h for h in hits} for hits in per_query]
-        components = []
-        for i, _ in ranked:
-            comps = {}
-            for q, found in enumerate(by_query):
-                h = found.get(i)
-                if h is not None:
-                    comps[f"query_{q}"] = {"score": h.score, "rank": h.rank}
-            components.append(comps)
-        return self._hits(ranked, components)
+        ranked = self._order(fuse_queries(per_query, self._fusion, self.expander))[:k]
+        return self._hits(ranked, query_components([i for i, _ in ranked], per_query))

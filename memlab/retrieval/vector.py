@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from ..embeddings.base import Embedder
 from ..embeddings.hashing import HashingEmbedder
 from ..filters import Where, filter_view
 from ..records import Hit, MemoryRecord
 from ..storage.vector import NumpyVectorStore, VectorStore
 from .base import Retriever
+
+#: Metadata key holding the whole record as JSON, so a reopened store gives back exact records.
+RECORD_KEY = "memlab_record"
+
+
+def stored_metadata(record: MemoryRecord) -> dict[str, Any]:
+    """What a ``VectorRetriever`` stores with a record's vector (every backend, chromadb too).
+
+    ``filter_view(record)`` (its scalar metadata plus ``role``, ``agent_id``, ``timestamp``
+    and ``id``, the built-ins winning), which ``where`` filters see, and under
+    ``RECORD_KEY`` the whole record as JSON; non-scalar metadata (lists such as
+    ``source_ids``, dicts, None) lives only there. Values JSON cannot hold are written as
+    their ``str``.
+    """
+    md: dict[str, Any] = dict(filter_view(record))
+    md[RECORD_KEY] = json.dumps(record.to_dict(), ensure_ascii=False, sort_keys=True, default=str)
+    return md
 
 
 class VectorRetriever(Retriever):
@@ -16,10 +36,13 @@ class VectorRetriever(Retriever):
     ``embedder`` defaults to the offline ``HashingEmbedder()``, ``vector_store`` to an exact
     ``NumpyVectorStore()``; any ``VectorStore`` (chromadb included) works the same way.
     Records with blank content are not indexed (as in CAMEL's VectorDBBlock) and are not
-    kept. The store receives ``filter_view(record)`` as metadata, and ``where`` is passed
-    down to the store, so filtering happens where the vectors are. Ids found in the store
-    but never added to this retriever (a reopened persistent store) are skipped.
-    ``reset()`` deletes the vectors of the records added here, never others a store handed
+    kept. The store receives ``stored_metadata(record)`` as metadata, and ``where`` is
+    passed down to the store, so filtering happens where the vectors are. A store that
+    already holds entries when it is bound (a reopened persistent folder, a store handed
+    in) gives back the records written there by a ``VectorRetriever`` (they carry
+    ``RECORD_KEY``): they are searchable, counted and listed again, in the store's order;
+    entries without it are someone else's and are skipped by search.
+    ``reset()`` deletes the vectors of the records held here, never others a store handed
     in holds. Records are embedded as passages
     (``embedder.embed``), the query in the embedder's query mode (``embed_queries``).
     """
@@ -42,7 +65,26 @@ class VectorRetriever(Retriever):
                 self._store.delete(list(self._records))  # old vectors may even have another dimension
             # A new embedder or store: put every kept record into it, embedded anew.
             self._index(list(self._records.values()))
+        if self._bound is None or bound[2] != self._bound[2]:
+            self._restore()
         self._bound = bound
+
+    @property
+    def store(self) -> VectorStore:
+        """The vector store in use (the default one while ``vector_store`` is None)."""
+        return self._store
+
+    def _restore(self) -> None:
+        """Take back the records a newly bound store already holds (see the class doc)."""
+        store = self._store
+        if getattr(store, "path", "") is None:
+            return  # an in-memory chroma collection of its own: empty when created
+        if not len(store):
+            return
+        ids = [i for i in store.ids() if i not in self._records]
+        records = [MemoryRecord.from_dict(json.loads(entry["metadata"][RECORD_KEY]))
+                   for entry in store.get(ids) if RECORD_KEY in entry["metadata"]]
+        self._register(records)
 
     def add(self, records) -> None:
         records = list(records)
@@ -56,7 +98,7 @@ class VectorRetriever(Retriever):
             return
         vectors = self._embedder.embed([r.content for r in records])
         self._store.add([r.id for r in records], vectors,
-                       metadatas=[filter_view(r) for r in records],
+                       metadatas=[stored_metadata(r) for r in records],
                        documents=[r.content for r in records])
 
     def _add(self, records: list[MemoryRecord]) -> None:
@@ -79,5 +121,10 @@ class VectorRetriever(Retriever):
         if k == 0 or not self._records or not query.strip():
             return []
         vector = self._embedder.embed_queries([query])[0]
-        pairs = self._store.query(vector, k, where=where)
-        return self._hits(self._order(pairs)[:k])
+        n = k
+        while True:  # a shared store may hold others' vectors: ask again for more if they crowd in
+            pairs = self._store.query(vector, n, where=where)
+            ranked = self._order(pairs)
+            if len(ranked) >= k or len(pairs) < n:
+                return self._hits(ranked[:k])
+            n *= 4

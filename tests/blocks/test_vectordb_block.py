@@ -83,7 +83,8 @@ def test_record_metadata_layout():
     assert md["role"] == "user" and md["agent_id"] == "bot" and md["timestamp"] == 7.0
     assert md["n"] == 2 and md["ok"] is True and "ids" not in md and "none" not in md
     assert MemoryRecord.from_dict(json.loads(md[RECORD_KEY])) == r
-    assert sorted(md) == sorted(["role", "agent_id", "timestamp", RECORD_KEY, "n", "ok"])
+    assert md["id"] == "m"  # filterable, as on every retriever
+    assert sorted(md) == sorted(["role", "agent_id", "timestamp", "id", RECORD_KEY, "n", "ok"])
 
 
 def test_rewrite_same_id_replaces(block):
@@ -126,12 +127,33 @@ def test_pop_and_index_removal_are_not_supported(block):
         block.remove_records_by_indices([0])
 
 
-def test_foreign_store_entry_is_reported():
+def test_foreign_store_entries_are_never_recalled_counted_or_deleted():
     store = NumpyVectorStore()
     store.add(["alien"], np.array([[1.0, 0.0, 0.0]]), metadatas=[{"role": "user"}])
     block = VectorDBBlock(storage=store, embedding=KeywordEmbedder())
-    with pytest.raises(MemlabError, match=r"entry 'alien' has no 'memlab_record' metadata"):
-        block.retrieve("apple")
+    assert len(block) == 0 and block.retrieve("apple") == []
+    block.write_records([rec("a", "an apple")])
+    assert [c.id for c in block.retrieve("apple", limit=5)] == ["a"] and len(block) == 1
+    block.clear()
+    assert store.ids() == ["alien"]  # not memlab's to delete
+
+
+def test_a_reopened_persistent_store_gives_its_records_back(tmp_path):
+    chroma = pytest.importorskip("memlab.storage.chroma")
+    path = str(tmp_path / "chroma")
+    first = VectorDBBlock(storage=chroma.ChromaVectorStore(path=path, collection="blk"),
+                          embedding=KeywordEmbedder())
+    first.write_records(FRUIT)
+    first.store.close()
+    again = VectorDBBlock(storage=chroma.ChromaVectorStore(path=path, collection="blk"),
+                          embedding=KeywordEmbedder())
+    assert len(again) == 3
+    (hit,) = again.retrieve("cherry", limit=1)
+    assert hit.memory_record == FRUIT[2] and hit.score == pytest.approx(1.0, abs=1e-6)
+    assert [c.id for c in again.retrieve("apple", limit=2)] == ["a", "ab"]
+    again.remove_records_by_ids(["a"])
+    assert len(again) == 2 and again.store.ids() == ["ab", "c"]
+    again.store.close()
 
 
 def test_offline_defaults_and_contract():

@@ -40,6 +40,9 @@ class SlowWindow(WindowStrategy):
         if os.environ.get("SLOW_MARKS"):  # say which process is replaying (the worker test)
             Path(os.environ["SLOW_MARKS"], str(os.getpid())).touch()
         time.sleep(self.delay)
+        hold = os.environ.get("SLOW_HOLD")  # every cell but the first waits while this file exists
+        while hold and self.window_size > 1 and Path(hold).exists():
+            time.sleep(0.02)
         return super().observe(record)
 
 '''
@@ -99,7 +102,9 @@ def slow_module(tmp_path, monkeypatch):
 def test_a_killed_sweep_resumes_with_only_the_missing_cells(tmp_path, tiny_file, capsys, how, slow_module):
     toml = _sweep_file(tmp_path, tiny_file, delay=0.1)
     out = tmp_path / "out"
-    proc = _start(toml, out)
+    hold = tmp_path / "hold"  # the kill lands while a later cell is under way, however loaded the machine
+    hold.touch()
+    proc = _start(toml, out, SLOW_HOLD=str(hold))
     _wait_for_cells(out, 1, proc)
     proc.send_signal(how)
     proc.communicate(timeout=60)

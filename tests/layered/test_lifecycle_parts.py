@@ -399,3 +399,18 @@ def test_layered_lifecycle_with_the_offline_llm_keeps_the_offline_memories():
         calls = s.llm_usage()["calls"]
     # same memories (only the summaries' source attribution differs: the LLM summariser's is lexical)
     assert stores[0] == stores[1] and len(stores[0]) == 35 and calls == 28
+
+
+def test_a_consolidated_memory_stays_in_its_namespace(tmp_path):
+    from memlab.memories.layered import LongTermMemory
+
+    original = LongTermMemory(path=str(tmp_path / "ltm.sqlite"))
+    mine = original.clone("dialogue-1")
+    a = mine.add("Ann likes tea", timestamp=0)
+    b = mine.add("Ann likes green tea", timestamp=1)
+    merged = mine.consolidate([a.id, b.id], "Ann likes green tea most")
+    assert mine.get(merged.id).content == "Ann likes green tea most"
+    assert [h.id for h in mine.search("green tea most", 1, reinforce="none")] == [merged.id]
+    assert len(original) == 0 and original.get(merged.id) is None  # not in the default namespace
+    reopened = LongTermMemory(path=str(tmp_path / "ltm.sqlite"), namespace="dialogue-1")
+    assert [r.id for r in reopened.records(include_outdated=False)] == [merged.id]

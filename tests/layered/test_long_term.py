@@ -137,8 +137,12 @@ def test_collect_garbage_deletes_from_both_stores():
 class FailingStore(NumpyVectorStore):
     """A vector store whose writes fail (a full disk, a dead server)."""
 
+    failing = True
+
     def add(self, ids, vectors, metadatas=None, documents=None):
-        raise OSError("vector store is down")
+        if self.failing:
+            raise OSError("vector store is down")
+        super().add(ids, vectors, metadatas, documents)
 
 
 def test_add_writes_both_stores_or_neither():
@@ -146,9 +150,11 @@ def test_add_writes_both_stores_or_neither():
     with pytest.raises(OSError, match="vector store is down"):
         ltm.add_many([ExtractedMemory("Ann lives in Paris", "fact", "location", ["t1"])], timestamp=0)
     assert len(ltm) == 0 and ltm.store.ids() == []
-    ok = LongTermMemory()
+    store = FailingStore()
+    store.failing = False
+    ok = LongTermMemory(vector_store=store)
     old = ok.add("Ann lives in Paris", subject="location", timestamp=0)
-    ok._store = FailingStore()  # the store fails after the conflict was marked in the transaction
+    store.failing = True  # the store fails after the conflict was marked in the transaction
     with pytest.raises(OSError):
         ok.add("Ann lives in Rome", subject="location", timestamp=1)
     assert len(ok) == 1 and ok.get(old.id).metadata["status"] == "active"

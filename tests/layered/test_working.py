@@ -102,6 +102,24 @@ def test_retrieve_accepts_retrieval_layer_expanders():
     assert len(LongTermRetriever(lay.long_term)) == 3
 
 
+class TwoQueries(QueryExpander):
+    def expand(self, query, retriever, *, where=None, now=None):
+        return [query, "chess"]
+
+
+def test_retrieve_weights_queries_as_the_expansion_retriever_does():
+    from memlab.retrieval.fusion import RRF
+
+    lay = layers(*MEMS)
+    # weight 1 for the question, 3 for the expansion: chess (1/61 * 3) beats Paris (1/61)
+    state = Retrieve(expander=TwoQueries(), fusion=RRF(weights=[1.0, 3.0, 5.0]), k=2).run(
+        WorkingState("Ann Paris"), lay)
+    assert [h.record.content for h in state.retrieved][0] == "Bob plays chess"
+    assert state.retrieved[0].score == pytest.approx(3 / 61)
+    with pytest.raises(ConfigError, match=r"TwoQueries returned 2 queries but RRF weights=\[1.0\] has only 1"):
+        Retrieve(expander=TwoQueries(), fusion=RRF(weights=[1.0])).run(WorkingState("Ann Paris"), lay)
+
+
 def test_filter_steps(server, chat_llm):
     lay = layers(*MEMS)
     retrieved = Retrieve(k=3).run(WorkingState("Ann Paris tea chess"), lay).retrieved

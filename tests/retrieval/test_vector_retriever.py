@@ -1,12 +1,14 @@
 """VectorRetriever over the numpy store and, when it imports, chromadb."""
 
+import json
+
 import numpy as np
 import pytest
 
 from memlab.base import MemlabError
 from memlab.embeddings.hashing import HashingEmbedder
 from memlab.records import MemoryRecord
-from memlab.retrieval.vector import VectorRetriever
+from memlab.retrieval.vector import RECORD_KEY, VectorRetriever
 from memlab.storage.vector import NumpyVectorStore
 
 try:
@@ -85,7 +87,22 @@ def test_store_gets_filter_view_as_metadata():
     r.add([MemoryRecord("assistant", "hi", id="a", timestamp=5.0, agent_id="bot",
                         metadata={"topic": "x", "tags": ["no"], "id": "fake"})])
     md = r.vector_store.get(["a"])[0]["metadata"]
+    whole = md.pop(RECORD_KEY)
     assert md == {"topic": "x", "role": "assistant", "agent_id": "bot", "timestamp": 5.0, "id": "a"}
+    assert MemoryRecord.from_dict(json.loads(whole)) == r.get_record("a")
+
+
+def test_a_store_handed_in_gives_back_the_records_a_vector_retriever_wrote():
+    store = NumpyVectorStore()
+    store.add(["theirs"], HashingEmbedder().embed(["alpha"]))
+    first = VectorRetriever(vector_store=store)
+    first.add([rec(0, "alpha beta"), rec(1, "gamma")])
+    again = VectorRetriever(vector_store=store)  # e.g. a persistent folder opened again
+    assert [r.id for r in again.records()] == ["0", "1"] and "theirs" not in again
+    assert again.get_record("1") == first.get_record("1")
+    assert [h.id for h in again.search("alpha", k=1)] == ["0"]
+    again.add([rec(2, "alpha")])
+    assert [h.id for h in again.search("alpha", k=2)] == ["2", "0"]  # restored and new records rank together
 
 
 def test_changing_the_embedder_reembeds_everything():

@@ -21,7 +21,7 @@ from ...llm.base import LLM, LLMProgram, LLMUsage, Op, UsesLLM, adrive, drive, s
 from ...llm.counting import TOKEN_COUNTER, resolve_counter
 from ...records import ContextRecord, Hit, MemoryRecord, Role
 from ...retrieval.base import Retriever
-from ...retrieval.expansion import QueryExpander
+from ...retrieval.expansion import QueryExpander, fuse_queries, query_components
 from ...filters import Where
 from ...retrieval.fusion import RRF, Fusion
 from ...retrieval.llm_expansion import HyDEExpander, LLMQueryRewriter, MultiQueryExpander
@@ -173,12 +173,11 @@ class Retrieve(Step):
             for hits in lists:
                 for h in hits:
                     by_id.setdefault(h.id, h)
-            fused = self._fusion.fuse([[(h.id, h.score) for h in hits] for hits in lists])[:k]
+            fused = fuse_queries(lists, self._fusion, self.expander)[:k]
             state.retrieved = []
-            for rank, (i, score) in enumerate(fused, 1):
+            for rank, ((i, score), comps) in enumerate(
+                    zip(fused, query_components([i for i, _ in fused], lists)), 1):
                 h = by_id[i]
-                comps = {f"query_{n}": {"score": x.score, "rank": x.rank}
-                         for n, hits in enumerate(lists) for x in hits if x.id == i}
                 comps["fusion"] = {"score": float(score), "rank": rank}
                 state.retrieved.append(Hit(memory_record=h.record, score=float(score),
                                            timestamp=h.timestamp, rank=rank, components=comps))

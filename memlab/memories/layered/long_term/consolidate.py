@@ -141,20 +141,21 @@ class Consolidation:
             raise MemlabError(f"memory_id {row['memory_id']!r} already exists")
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("INSERT INTO memories (memory_id, user_id, content, memory_type, subject, source_session, "
-                       "timestamp, access_count, last_accessed, strength, status, supersedes, superseded_by, "
-                       "source_ids) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 'active', ?, NULL, ?)",
-                       (row["memory_id"], row["user_id"], row["content"], row["memory_type"], row["subject"],
+            db.execute("INSERT INTO memories (namespace, memory_id, user_id, content, memory_type, subject, "
+                       "source_session, timestamp, access_count, last_accessed, strength, status, supersedes, "
+                       "superseded_by, source_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 'active', ?, NULL, ?)",
+                       (self.namespace, row["memory_id"], row["user_id"],  # type: ignore[attr-defined]
+                        row["content"], row["memory_type"], row["subject"],
                         row["source_session"], row["timestamp"], row["timestamp"],
                         self.decay.initial() if self.decay is not None else 1.0,  # type: ignore[attr-defined]
                         json.dumps(row["supersedes"]), json.dumps(row["source_ids"])))
             also(db)
-            self._write_vectors([row])  # type: ignore[attr-defined]
+            self._index([row["memory_id"]])  # type: ignore[attr-defined]
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             try:
-                self._store.delete([row["memory_id"]])  # type: ignore[attr-defined]
+                self._vectors.remove([row["memory_id"]])  # type: ignore[attr-defined]
             except Exception:  # the next check_and_repair deletes what is left
                 pass
             raise

@@ -18,6 +18,7 @@ from ....decay import Clock, DecayModel
 from ....embeddings.base import Embedder
 from ....embeddings.hashing import HashingEmbedder
 from ....retrieval.conflicts import ConflictResolver
+from ....retrieval.vector import VectorRetriever
 from ....storage.vector import NumpyVectorStore, VectorStore
 from .consolidate import Consolidation
 from .repository import Repository
@@ -91,6 +92,8 @@ class LongTermMemory(Consolidation, DecaySearch, WritePath, Repository, Resource
         self._lock = threading.RLock()
         self._store = self.vector_store if self.vector_store is not None else NumpyVectorStore()
         self._embedder = self.embedder if self.embedder is not None else HashingEmbedder()
+        # the vector index: every row as a record, embedded into the store (restored from it)
+        self._vectors = VectorRetriever(embedder=self._embedder, vector_store=self._store)
         self._resolver = self.conflict_resolver if self.conflict_resolver is not None else ConflictResolver()
         self._db = self._connect()
         self._last_repair = self.check_and_repair()

@@ -1,5 +1,6 @@
-"""The SQLite side of ``LongTermMemory``: schema, rows and records, the vector index kept
-in step with the rows (``check_and_repair``), pickling and time."""
+"""The SQLite side of ``LongTermMemory``: schema, rows and records, the vector index (a
+``VectorRetriever`` over the memory's vector store) kept in step with the rows
+(``check_and_repair``), pickling and time."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ STATUSES = ("active", "outdated")
 #: Keys a ``where`` filter may use (the table's columns).
 FILTER_KEYS = ("memory_id", "user_id", "memory_type", "subject", "source_session", "timestamp",
                "status", "access_count", "last_accessed", "strength")
-#: Keys that never change after a memory is written; these are also stored with the vector,
-#: so a filter using only them is evaluated inside the vector store.
+#: Keys that never change after a memory is written: a filter using only them is evaluated
+#: inside the vector store (which also holds the others, as they were when written).
 VECTOR_KEYS = ("user_id", "memory_type", "subject", "source_session", "timestamp")
 
 _SCHEMA_TEMPLATE = """
@@ -93,8 +94,9 @@ def _where_keys(where: Where) -> set[str]:
 
 class Repository:
     """Rows of the ``memories`` table as dicts and ``MemoryRecord``s, and the vector index
-    (``_store``, filled by ``_embedder``) that mirrors them. Mixed into ``LongTermMemory``,
-    which sets ``path``, ``clock``, ``_store``, ``_embedder``, ``_lock`` and ``_db``."""
+    that mirrors them: ``_vectors``, a ``VectorRetriever`` (embedder ``_embedder``, store
+    ``_store``) holding each row as its record. Mixed into ``LongTermMemory``, which sets
+    ``path``, ``clock``, ``_store``, ``_embedder``, ``_vectors``, ``_lock`` and ``_db``."""
 
     def _connect(self) -> sqlite3.Connection:
         target = ":memory:" if self.path is None else str(self.path)
@@ -174,6 +176,7 @@ class Repository:
             stored = self.db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
             if stored is not None and stored[0] != identity:
                 report.embedder_changed = True
+                self._vectors.reset()
                 self._store.clear()
             # a vector store may be shared by the namespaces of one file: only a vector whose
             # id is in no namespace is an orphan; only this namespace's rows are re-embedded
@@ -182,24 +185,23 @@ class Repository:
             vector_ids = self._store.ids()
             report.deleted_vectors = [i for i in vector_ids if i not in row_ids]
             if report.deleted_vectors:
-                self._store.delete(report.deleted_vectors)
-            have = set(vector_ids)
-            missing = [self._row(r) for r in rows if r[1] not in have]
+                self._vectors.remove(report.deleted_vectors)
+                self._store.delete(report.deleted_vectors)  # also those no retriever wrote
+            # rows the index does not hold (no vector, or a vector without its record)
+            missing = [self._row(r) for r in rows if r[1] not in self._vectors]
             report.reembedded = [r["memory_id"] for r in missing]
             for start in range(0, len(missing), 256):
-                self._write_vectors(missing[start:start + 256])
+                self._vectors.add([self.to_record(r) for r in missing[start:start + 256]])
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (identity,))
             if report:
                 log.warning("%s (path=%r)", report, self.path)
             return report
 
-    def _write_vectors(self, rows: list[dict[str, Any]]) -> None:
-        if not rows:
-            return
-        vectors = self._embedder.embed([r["content"] for r in rows])
-        self._store.add([r["memory_id"] for r in rows], vectors,
-                        metadatas=[{k: r[k] for k in VECTOR_KEYS} for r in rows],
-                        documents=[r["content"] for r in rows])
+    def _index(self, ids: list[str]) -> None:
+        """Put these rows (of this namespace, oldest first) into the vector index."""
+        if ids:
+            rows = sorted(self._rows_for(ids), key=lambda r: r["seq"])
+            self._vectors.add([self.to_record(r) for r in rows])
 
     # -- time --------------------------------------------------------------------------
     def resolve_now(self, now: float | None = None) -> float:

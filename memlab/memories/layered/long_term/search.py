@@ -38,11 +38,10 @@ class DecaySearch:
             if not len(self):
                 return []
             t = self.resolve_now(now)
-            vector = self._embedder.embed_queries([query])[0]  # e5/bge: query mode
             push = where if where and _where_keys(where) <= set(VECTOR_KEYS) else None
             n = max(k, self.CANDIDATES)
             while True:
-                pairs = self._store.query(vector, n, where=push)
+                pairs = [(h.id, h.score) for h in self._vectors.search(query, n, where=push)]
                 found = {r["memory_id"]: r for r in self._rows_for([i for i, _ in pairs])}
                 candidates = [(found[i], s, rank) for rank, (i, s) in enumerate(pairs, 1) if i in found
                               and s > 0.0 and (include_outdated or found[i]["status"] == "active")
@@ -74,10 +73,10 @@ class DecaySearch:
         with self._lock:
             t = self.resolve_now(now)
             for row in self._rows_for(list(dict.fromkeys(map(str, ids)))):
-                strength = self.decay.reinforce(row["strength"]) if self.decay is not None else row["strength"]
+                strength, last = (self.decay.recalled(row["strength"], row["last_accessed"], t)
+                                  if self.decay is not None else (row["strength"], max(row["last_accessed"], t)))
                 self.db.execute("UPDATE memories SET access_count = access_count + 1, last_accessed = ?, "
-                                "strength = ? WHERE memory_id = ?",
-                                (max(row["last_accessed"], t), strength, row["memory_id"]))
+                                "strength = ? WHERE memory_id = ?", (last, strength, row["memory_id"]))
 
     def retention(self, memory_id: str, now: float | None = None) -> float:
         """``decay.weight(now, last_accessed, strength)`` of a memory (1.0 without decay)."""
@@ -99,6 +98,6 @@ class DecaySearch:
             return []
         with self._lock:
             t = self.resolve_now(now)
-            doomed = [r["memory_id"] for r in self._rows("ORDER BY seq")
-                      if self.decay.should_forget(self.decay.elapsed(t, r["last_accessed"]), r["strength"])]
+            doomed = self.decay.forgotten(t, ((r["memory_id"], r["last_accessed"], r["strength"])
+                                              for r in self._rows("ORDER BY seq")))
             return self.delete(doomed)

@@ -39,12 +39,12 @@ class WritePath:
             try:
                 for row in prepared:
                     out_ids.append(self._insert(row, written))
-                self._write_vectors(written)
+                self._index([r["memory_id"] for r in written])
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 try:
-                    self._store.delete([r["memory_id"] for r in written])
+                    self._vectors.remove([r["memory_id"] for r in written])
                 except Exception:  # the next check_and_repair deletes what is left
                     log.exception("could not undo vector writes after a failed add")
                 raise
@@ -123,7 +123,7 @@ class WritePath:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 self.db.executemany("DELETE FROM memories WHERE memory_id = ?", [(i,) for i in known])
-                self._store.delete(known)
+                self._vectors.remove(known)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
@@ -142,7 +142,7 @@ class WritePath:
                 if not self.db.execute("SELECT 1 FROM memories LIMIT 1").fetchone():
                     # restart the sequence so that a cleared memory numbers (and names) as a new one
                     self.db.execute("DELETE FROM sqlite_sequence WHERE name = 'memories'")
-                self._store.delete(ids)
+                self._vectors.remove(ids)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")

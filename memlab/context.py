@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,8 +30,8 @@ class ScoreBasedContextCreator(Component):
     ``create_context(records)`` (CAMEL's June-2025 algorithm, with memlab's fixes):
 
     1. Deduplicate by record id, keeping the entry with the higher score (ties: the first).
-    2. If the first record given is SYSTEM/DEVELOPER it is protected: it goes first whatever
-       its timestamp (a system prompt written today before turns replayed with older
+    2. If the first record given is SYSTEM/DEVELOPER (and ``protect_first``, the default) it
+       is protected: it goes first whatever its timestamp (a system prompt written today before turns replayed with older
        dialogue times stays in front). The others are ordered chronologically by their own
        timestamps, ties by input order.
     3. The protected system record is always kept; if
@@ -40,12 +40,21 @@ class ScoreBasedContextCreator(Component):
     5. Otherwise group the rest into units: an assistant message with tool calls together
        with the TOOL messages answering those calls (matched by ``tool_call_id``) is one
        unit, every other record its own unit. A unit's score is the max of its members',
-       its cost the sum of its messages' ``count_message``. Walk the units by score,
+       its cost the sum of its records' costs (a record's cost is ``count_message`` of its
+       message, or ``cost(record)`` when ``select`` is given ``cost``). Walk the units by score,
        highest first (ties: the unit whose newest member is newer first) and keep each one
        whose cost still fits in ``token_limit - 3 - system tokens`` (the 3 prime the reply);
        a unit that does not fit is skipped and smaller ones may still fit.
     6. Return the kept messages in chronological order and ``count_messages(messages)``
        (which is <= token_limit); no records -> ``([], 0)``.
+
+    ``protect_first=False`` (keyword of ``select`` and ``create_context``) protects nothing:
+    a leading system record is then one more candidate, walked by its score like the rest
+    (for callers whose first record is not a system prompt, e.g. a short-term summary or a
+    memory line with no system prompt configured). ``select(..., cost=f)`` charges each
+    record ``f(record)`` tokens instead of its own message's, for records shown inside a
+    shared message (a memory line of ``Load``'s memory message); steps 3, 4 and 5 use those
+    costs, so only ``select`` takes it (``create_context`` counts real messages).
 
     ``token_counter=None`` uses ``TiktokenCounter()`` (o200k_base, offline).
     """
@@ -68,21 +77,25 @@ class ScoreBasedContextCreator(Component):
         """The token counter in use (the default one when ``token_counter`` is None)."""
         return self._counter
 
-    def create_context(self, records: Sequence[ContextRecord]) -> tuple[list[dict[str, Any]], int]:
+    def create_context(self, records: Sequence[ContextRecord], *, protect_first: bool = True
+                       ) -> tuple[list[dict[str, Any]], int]:
         """The budgeted messages, chronological, and their token count (see the class doc)."""
-        kept = self.select(records)
+        kept = self.select(records, protect_first=protect_first)
         messages = [r.memory_record.to_openai() for r in kept]
         return messages, (self._counter.count_messages(messages) if messages else 0)
 
-    def select(self, records: Sequence[ContextRecord]) -> list[ContextRecord]:
+    def select(self, records: Sequence[ContextRecord], *, protect_first: bool = True,
+               cost: Callable[[ContextRecord], int] | None = None) -> list[ContextRecord]:
         """The records ``create_context`` keeps, chronological: which memories the model sees."""
         unique = _dedupe(records)
         if not unique:
             return []
-        head = unique[:1] if unique[0].memory_record.role.is_system else []
+        head = unique[:1] if protect_first and unique[0].memory_record.role.is_system else []
         ordered = head + _chronological(unique[len(head):])
-        messages = [r.memory_record.to_openai() for r in ordered]
-        costs = [self._counter.count_message(m) for m in messages]
+        if cost is None:
+            costs = [self._counter.count_message(r.memory_record.to_openai()) for r in ordered]
+        else:
+            costs = [int(cost(r)) for r in ordered]
         system = len(head)
         if system:
             needed = costs[0] + REPLY_PRIMING_TOKENS

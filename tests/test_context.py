@@ -210,3 +210,30 @@ def test_a_system_message_that_is_not_first_is_an_ordinary_record():
     turns = [cr("u0", "user", "hello", 1.0, 0.5), cr("sys", "system", "late system note", 0.5, 1.0)]
     messages, _ = creator.create_context(turns)
     assert [m["content"] for m in messages] == ["late system note", "hello"]
+
+
+def test_protect_first_false_makes_a_leading_system_record_an_ordinary_candidate():
+    # "be nice" costs 6, each turn 6; limit 15 leaves 12 after the reply priming
+    records = [cr("s", "system", "be nice", 5.0, 0.1), cr("u1", "user", "one one", 1, 0.5),
+               cr("u2", "user", "two two", 2, 0.9)]
+    # protected (the default): the system record goes first and is kept whatever its score
+    assert contents(creator(15).create_context(records)[0]) == ["be nice", "two two"]
+    # not protected: walked by score (u2, u1 fill the 12) and placed by its timestamp
+    assert contents(creator(15).create_context(records, protect_first=False)[0]) == ["one one", "two two"]
+    assert contents(creator(100).create_context(records, protect_first=False)[0]) == [
+        "one one", "two two", "be nice"]
+    # and too big alone is no error then: it is skipped like any record
+    big = cr("s", "system", " ".join(["w"] * 20), 0.0, 1.0)
+    assert [r.id for r in creator(15).select([big] + records[1:], protect_first=False)] == ["u1", "u2"]
+    with pytest.raises(ContextBudgetError, match=r"needs 27 tokens, more than token_limit=15"):
+        creator(15).select([big] + records[1:])
+
+
+def test_select_with_a_cost_function_charges_those_costs():
+    records = [cr("a", "user", "one", 1, 0.9), cr("b", "user", "two", 2, 0.5), cr("c", "user", "three", 3, 0.1)]
+    # each costs 5 as its own message; charged 2, 3, 4 instead: 2 + 3 + 4 + 3 = 12
+    charge = {"a": 2, "b": 3, "c": 4}
+    assert [r.id for r in creator(12).select(records, cost=lambda r: charge[r.id])] == ["a", "b", "c"]
+    # 11: a (2) and b (3) fit in the 8 left after priming, c (4) does not
+    assert [r.id for r in creator(11).select(records, cost=lambda r: charge[r.id])] == ["a", "b"]
+    assert [r.id for r in creator(11).select(records)] == ["a"]  # 5 + 5 > 8

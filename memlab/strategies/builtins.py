@@ -238,15 +238,18 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
     as units competing for the budget) and is searched by ``hybrid_plus``'s retriever
     (``embedder`` as for ``longterm``: "e5" by default, None for ``bm25_plus``'s contextual
     BM25 alone) over fact-augmented keys: each turn indexed with the facts extracted from
-    it (``Retrieve(retriever=...)``, ``KeyedIndex``).
+    it (``Retrieve(retriever=...)``, ``KeyedIndex``). The context is unbudgeted unless
+    ``load_step__token_limit`` is set (``Load(token_limit=...)``, e.g. ``--set
+    load_step__token_limit=512``).
     """
-    from ..memories.layered import LayeredMemory, LLMSummarizer, Retrieve, ShortTermMemory, Update
+    from ..memories.layered import LayeredMemory, Load, LLMSummarizer, Retrieve, ShortTermMemory, Update
 
     model = make_llm(llm)
     summarizer = LLMSummarizer(model) if model is not None else None
+    # an explicit Load (the default one) so that ``load_step__token_limit`` can be set
     return LayeredMemory(short_term=ShortTermMemory(max_turns=max_turns, keep_recent=keep_recent,
                                                     token_budget=token_budget, summarizer=summarizer),
-                         retrieve_step=Retrieve(retriever=_recall_retriever(embedder)),
+                         retrieve_step=Retrieve(retriever=_recall_retriever(embedder)), load_step=Load(),
                          update_step=Update(keep_events=True, archive_summaries=False), llm=model)
 
 

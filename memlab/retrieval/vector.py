@@ -77,8 +77,6 @@ class VectorRetriever(Retriever):
     def _restore(self) -> None:
         """Take back the records a newly bound store already holds (see the class doc)."""
         store = self._store
-        if getattr(store, "path", "") is None:
-            return  # an in-memory chroma collection of its own: empty when created
         if not len(store):
             return
         ids = [i for i in store.ids() if i not in self._records]

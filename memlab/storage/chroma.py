@@ -437,6 +437,8 @@ class ChromaVectorStore(Resource, VectorStore):
         return [res["ids"][n] for n in order]
 
     def __len__(self) -> int:
+        if self._client is None and self.path is None:
+            return 0  # an in-memory collection of its own is empty until this store writes
         coll = self._col()
         return int(self._read(coll.count))
 

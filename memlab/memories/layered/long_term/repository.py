@@ -205,8 +205,9 @@ class Repository:
             vector_ids = self._store.ids()
             report.deleted_vectors = [i for i in vector_ids if i not in row_ids]
             if report.deleted_vectors:
+                # through the index for the vectors it holds, straight for those it never wrote
+                self._store.delete([i for i in report.deleted_vectors if i not in self._vectors])
                 self._vectors.remove(report.deleted_vectors)
-                self._store.delete(report.deleted_vectors)  # also those no retriever wrote
             # rows the index does not hold (no vector, or a vector without its record)
             missing = [self._row(r) for r in rows if r[1] not in self._vectors]
             report.reembedded = [r["memory_id"] for r in missing]

@@ -8,13 +8,19 @@ summaries, provenance and plots) are written inside ``atomic_files()``: every te
 finished first and the renames come last, one right after another, so a killed run leaves
 the old set or the new set (up to the few microseconds of those renames). Not guaranteed: durability of the rename itself on power loss
 (the folder is fsynced where the OS allows) and atomicity on network file systems.
+
+Permissions are those a plain ``open(path, "w")`` would give: a new file gets ``0o666 & ~umask``
+(``-rw-r--r--`` under the usual umask 022), a replaced file keeps its mode. (``mkstemp`` alone
+would leave every output ``-rw-------``.)
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import os
+import stat
 import tempfile
+import threading
 from typing import IO, Iterator
 
 __all__ = ["atomic_files", "atomic_write", "atomic_write_text", "atomic_write_bytes"]
@@ -60,6 +66,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
+        _chmod(fd, tmp, output_mode(path))
         with os.fdopen(fd, mode, encoding=encoding, newline=newline) as fh:
             yield fh
             fh.flush()
@@ -84,6 +91,41 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
     with atomic_write(path, "w", encoding=encoding, newline="") as fh:
         fh.write(text)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS tells it (Linux
+    ``/proc/self/status``); elsewhere set and restored at once under a lock."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+_umask_lock = threading.Lock()
+
+
+def output_mode(path: str | os.PathLike) -> int:
+    """Permission bits for a file written to ``path``: those of the file it replaces, or
+    ``0o666 & ~umask`` for a new one, as ``open(path, "w")`` would give."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~current_umask()
+
+
+def _chmod(fd: int, tmp: str, mode: int) -> None:
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:  # Windows before Python 3.13: only the read-only bit means anything
+        os.chmod(tmp, mode)
 
 
 def _fsync_dir(folder: str) -> None:

@@ -1,6 +1,7 @@
 """Outputs are replaced atomically: a failed or killed run never destroys a previous complete output."""
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -82,3 +83,37 @@ def test_sigkill_during_writes_never_leaves_a_torn_results_file(tmp_path, suffix
         df = load_results(str(path))  # old or new, but always complete
         assert df["run"].nunique() == 1
         assert len(df) == 200_000 and df["x"].tolist()[-1] == 199_999
+
+
+@pytest.fixture
+def umask():
+    """Set the process umask for one test and restore it after."""
+    previous = os.umask(0o022)
+    os.umask(previous)
+    yield os.umask
+    os.umask(previous)
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_new_files_get_the_umask_mode_not_mkstemps_0600(tmp_path, umask, mask, mode):
+    umask(mask)
+    target = tmp_path / "a.txt"
+    atomic_write_text(target, "x\n")
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path, umask):
+    umask(0o022)
+    target = tmp_path / "a.txt"
+    atomic_write_text(target, "old\n")
+    target.chmod(0o640)
+    atomic_write_text(target, "new\n")
+    assert (target.read_text(), stat.S_IMODE(target.stat().st_mode)) == ("new\n", 0o640)
+
+
+def test_every_sweep_output_is_readable_by_the_group_under_umask_022(tmp_path, tiny_file, umask):
+    umask(0o022)
+    run_config(_config(tmp_path, tiny_file), progress=False)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "out").iterdir() if p.is_file()}
+    assert len(modes) == 6  # results, two summaries, provenance, two plots
+    assert set(modes.values()) == {0o644}, modes

@@ -15,3 +15,55 @@ def _private_embedding_cache(tmp_path_factory):
     """Tests never read or write the user's embedding cache."""
     os.environ["MEMLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("memlab-cache"))
     yield
+
+
+# --- the tests write nothing into the checkout's runs/ -------------------------------------
+# A test that wrote there (a sweep's cells, results files) would be silently reused by the
+# user's next sweep, so the session fails if runs/ gains or changes a file while it runs.
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+WATCHED = REPO / "runs"
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder``: its path relative to it -> (size, mtime in ns); {} if absent."""
+    if not folder.is_dir():
+        return {}
+    found = {}
+    for path in folder.rglob("*"):
+        try:
+            if path.is_file() or path.is_symlink():
+                info = path.lstat()
+                found[path.relative_to(folder).as_posix()] = (info.st_size, info.st_mtime_ns)
+        except OSError:  # removed while we looked
+            continue
+    return found
+
+
+def written(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    """Files that appeared or changed between two snapshots, sorted."""
+    return sorted(name for name, stamp in after.items() if before.get(name) != stamp)
+
+
+def pytest_sessionstart(session):
+    session.config._memlab_runs_before = snapshot(WATCHED)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = getattr(session.config, "_memlab_runs_before", None)
+    if before is None:
+        return
+    changed = written(before, snapshot(WATCHED))
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = (f"the tests wrote into the checkout's {WATCHED}: {shown}; a test must write "
+                   f"under tmp_path (a user's next sweep would reuse these files)")
+        if reporter is not None:
+            reporter.write("\n")
+            reporter.write_line(f"ERROR: {message}", red=True, bold=True)
+        else:
+            print(f"ERROR: {message}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

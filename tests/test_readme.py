@@ -1,7 +1,9 @@
 """The README's examples run as written (Python blocks in order; memlab command lines)."""
 
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,12 +36,30 @@ def test_python_examples_run_in_order(monkeypatch):
     assert namespace["s2"].get_params()["retriever__retrievers__0__k1"] == 1.2
 
 
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory):
+    """A stand-in for the checkout the commands run in, so that what they write (``runs/``: a
+    sweep's finished cells, ``--output runs/bm25.parquet``) lands in a temporary folder and never
+    in the real checkout, where a user's next sweep would reuse the cells. ``datasets`` and the
+    sibling ``shared`` are links; ``experiments`` is a copy, because a sweep file's output
+    (``../runs/...``) is relative to the file and ``..`` would climb out of a link."""
+    root = tmp_path_factory.mktemp("readme") / "repo"
+    root.mkdir()
+    (root / "datasets").symlink_to(REPO / "datasets", target_is_directory=True)
+    shutil.copytree(REPO / "experiments", root / "experiments")
+    if (REPO.parent / "shared").exists():
+        (root.parent / "shared").symlink_to(REPO.parent / "shared", target_is_directory=True)
+    return root
+
+
 @pytest.mark.parametrize("command", COMMANDS)
-def test_cli_examples_run_as_written(command):
+def test_cli_examples_run_as_written(command, checkout):
+    # the commands run in order in one stand-in checkout (compare reads what the evals wrote)
     args = shlex.split(command)[1:]
-    if any("locomo" in a for a in args) and not (REPO / args[1]).exists():
+    if any("locomo" in a for a in args) and not (checkout / args[1]).exists():
         pytest.skip("LoCoMo is not beside the repository")
-    proc = subprocess.run([sys.executable, "-m", "memlab.cli", *args], cwd=REPO, capture_output=True,
-                          text=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    proc = subprocess.run([sys.executable, "-m", "memlab.cli", *args], cwd=checkout, capture_output=True,
+                          text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()

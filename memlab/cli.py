@@ -4,7 +4,8 @@
                 [--budget TOKENS ...] [--json] [--progress | --quiet]
     memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--fresh] [--progress | --quiet]
     memlab compare RESULTS [RESULTS ...] --metric M [--a LABEL --b LABEL] [--json]
-    memlab strategies
+    memlab strategies [--import FILE.py ...]
+    memlab --version
 
 Bad input ends with one line on stderr and exit status 2; no traceback.
 """
@@ -33,6 +34,7 @@ class _UsageError(Exception):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="memlab", description="Evaluate memory strategies of LLM agents.")
+    p.add_argument("--version", action="store_true", help="print memlab's version and where it is imported from")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     e = sub.add_parser("eval", help="replay a dataset into one strategy and print metrics")
     e.add_argument("dataset", help="dataset file, or a folder of native dataset files")
@@ -80,7 +82,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     c.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap / permutation resamples")
     c.add_argument("--seed", type=int, default=0, help="random seed of the resampling (default 0)")
-    sub.add_parser("strategies", help="list the registered strategies")
+    st = sub.add_parser("strategies", help="list the registered strategies")
+    st.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE.py",
+                    help="a Python file that registers strategies: they are listed too, with their "
+                         "parameters; repeatable")
     return p
 
 
@@ -131,6 +136,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise _UsageError(f"memlab eval: --budget must be a positive number of tokens, got {bad[0]}")
     for module in args.imports:
         import_user_module(module)
+    _check_strategy_name(args.strategy)  # before the dataset is read
     options = {}
     if args.probe_position:
         options["probe_position"] = args.probe_position
@@ -269,12 +275,121 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_strategies(args: argparse.Namespace) -> int:
+    from .eval.sweep import import_user_module
     from .strategies import registry
 
+    added: dict[str, list[str]] = {}
+    for module in args.imports:
+        before = set(registry.names())
+        import_user_module(module)
+        added[module] = sorted(set(registry.names()) - before)
     for name in registry.names():
         doc = (registry.factory(name).__doc__ or "").strip().splitlines()
         print(f"{name:<14} {doc[0] if doc else ''}")
+    for module, names in added.items():
+        print(f"\n{module}: " + (f"registers {', '.join(names)}" if names else
+                                 "registers no new strategy (its names may already be registered)"))
+        for name in names:
+            print(f"\n{name}")
+            for line in _strategy_parameters(registry.factory(name), name):
+                print(f"  {line}")
     return 0
+
+
+def _strategy_parameters(factory: Any, name: str) -> list[str]:
+    """The lines ``memlab strategies --import`` prints for one strategy: the factory's
+    arguments with their defaults, then every nested ``--set`` key of the strategy it
+    builds with those defaults (its ``get_params``), components shown by class name."""
+    import inspect
+
+    from .base import Component
+
+    lines = ["arguments (--set NAME=VALUE):"]
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        for p in signature.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                lines.append(f"  {'*' if p.kind is p.VAR_POSITIONAL else '**'}{p.name}")
+            else:
+                default = "(required)" if p.default is p.empty else f"= {p.default!r}"
+                lines.append(f"  {p.name} {default}")
+    try:
+        built = factory()
+    except Exception as exc:  # required arguments, or a failing default: the arguments are what we know
+        lines.append(f"nested parameters: not shown (building {name} with its defaults failed: "
+                     f"{type(exc).__name__}: {exc})")
+        return lines
+    if isinstance(built, Component):
+        lines.append("nested parameters (--set KEY=VALUE):")
+        for key, value in built.get_params(deep=True).items():
+            shown = f"{type(value).__name__}(...)" if isinstance(value, Component) else repr(value)
+            lines.append(f"  {key} = {shown}")
+    return lines
+
+
+def _check_strategy_name(name: str) -> None:
+    """An unregistered strategy name fails before any work, with a did-you-mean and, when a
+    file in the checkout's ``experiments/`` registers that name, the ``--import`` that loads it."""
+    from .base import ConfigError
+    from .strategies import registry
+
+    try:
+        registry.factory(name)
+    except ConfigError as exc:
+        defining = _modules_registering(name)
+        if defining:
+            raise ConfigError(f"unknown strategy {name!r}: {' and '.join(defining)} registers it; add "
+                              f"--import {defining[0]}") from None
+        raise
+
+
+def _modules_registering(name: str) -> list[str]:
+    """The ``experiments/*.py`` files (of the current folder and of the memlab checkout) whose
+    text registers ``name`` (``register("name")`` in any spelling); read as text, never imported.
+    Paths are relative to the current folder where possible."""
+    import re
+    from pathlib import Path
+
+    from .eval.paths import repo_root
+
+    pattern = re.compile(r"""register\(\s*(?:name\s*=\s*)?(['"])""" + re.escape(name) + r"\1")
+    folders = [Path("experiments")]
+    root = repo_root()
+    if root is not None:
+        folders.append(root / "experiments")
+    found: list[str] = []
+    seen: set[Path] = set()
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.py")):
+            real = path.resolve()
+            if real in seen:
+                continue
+            seen.add(real)
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if pattern.search(text):
+                try:
+                    shown = str(real.relative_to(Path.cwd().resolve()))
+                except ValueError:
+                    shown = str(real)
+                found.append(shown)
+    return found
+
+
+def _version_line() -> str:
+    """``memlab 0.1.0 from /path/to/memlab (Python 3.11.7)``: what ``--version`` prints."""
+    import platform
+
+    from . import __file__ as package_file, __version__
+
+    return f"memlab {__version__} from {os.path.dirname(os.path.abspath(package_file))} (Python {platform.python_version()})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,6 +400,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
+        if args.version:
+            print(_version_line())
+            return 0
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE

@@ -207,7 +207,8 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     base_dir = Path(base_dir)
     unknown = set(config) - _TOP_KEYS
     if unknown:
-        raise ConfigError(f"{where}: unknown top-level key(s) {sorted(unknown)}; expected {sorted(_TOP_KEYS)}")
+        raise ConfigError(f"{where}: unknown top-level key(s) {sorted(unknown)}{_did_you_mean(unknown, _TOP_KEYS)}; "
+                          f"expected {sorted(_TOP_KEYS)}")
     imports = config.get("imports", [])
     if not isinstance(imports, list) or not all(isinstance(m, str) for m in imports):
         raise ConfigError(f"{where}: imports must be a list of file names, got {imports!r}")
@@ -234,7 +235,9 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     out = output if output is not None else run.pop("output", None)
     run.pop("output", None)
     if run:
-        raise ConfigError(f"{where}: unknown key(s) in [run]: {sorted(run)}; expected ks, k_max, budgets, n_jobs, output")
+        raise ConfigError(f"{where}: unknown key(s) in [run]: {sorted(run)}"
+                          f"{_did_you_mean(run, {'ks', 'k_max', 'budgets', 'n_jobs', 'output'})}; "
+                          f"expected ks, k_max, budgets, n_jobs, output")
     grid = config.get("grid")
     if grid is not None:
         _need_table(grid, "[grid]", where)
@@ -417,12 +420,25 @@ def _need_table(value: Any, name: str, where: str) -> None:
         raise ConfigError(f"{where}: {name} must be a table, got {value!r}")
 
 
+def _did_you_mean(unknown: Any, known: set[str]) -> str:
+    """`` (did you mean 'dataset'?)`` for the unknown keys that are close to a known one, else ''."""
+    import difflib
+
+    pairs = [(u, difflib.get_close_matches(str(u), sorted(known), n=1)) for u in sorted(map(str, unknown))]
+    hints = [f"{u!r} -> {close[0]!r}" if len(pairs) > 1 else repr(close[0]) for u, close in pairs if close]
+    return f" (did you mean {', '.join(hints)}?)" if hints else ""
+
+
 def _dataset(spec: Any, base_dir: Path, where: str) -> Dataset:
+    if isinstance(spec, list):
+        raise ConfigError(f"{where}: [[dataset]] is a list; write one [dataset] table (single brackets)")
     if not isinstance(spec, Mapping) or "path" not in spec:
         raise ConfigError(f"{where}: [dataset] with a 'path' is required")
-    unknown = set(spec) - {"path", "format", "options", "dialogues"}
+    known = {"path", "format", "options", "dialogues"}
+    unknown = set(spec) - known
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) in [dataset]: {sorted(unknown)}")
+        raise ConfigError(f"{where}: unknown key(s) in [dataset]: {sorted(unknown)}{_did_you_mean(unknown, known)}; "
+                          f"expected {', '.join(sorted(known))}")
     options = spec.get("options", {})
     _need_table(options, "[dataset] options", where)
     path = Path(str(spec["path"]))
@@ -434,6 +450,12 @@ def _dataset(spec: Any, base_dir: Path, where: str) -> Dataset:
 
 
 def _strategy_specs(config: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    if isinstance(config.get("strategy"), list):
+        raise ConfigError(f"{where}: [[strategy]] is not a sweep table: did you mean [[strategies]] "
+                          f"(one entry per strategy), or a single [strategy] table?")
+    if isinstance(config.get("strategies"), Mapping):
+        raise ConfigError(f"{where}: [strategies] must be [[strategies]] entries (double brackets, one per "
+                          f"strategy); for a single strategy write [strategy]")
     if "strategy" in config and "strategies" in config:
         raise ConfigError(f"{where}: give either [strategy] or [[strategies]], not both")
     specs = config.get("strategies") or ([config["strategy"]] if "strategy" in config else [])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,12 @@ NATIVE_ERRORS = [
      f"JSON nested deeper than {MAX_DEPTH} levels at ['dialogues'][0]['sessions'][0]['turns'][0]['metadata']"),
     ("native_syntax", raw(b'{"dialogues": [}'), [], "not valid JSON: Expecting value at line 1, column 16"),
     ("native_empty_file", raw(b""), [], "not valid JSON: Expecting value at line 1, column 1"),
+    ("native_syntax_line_3", raw(b'{"name": "x",\n "dialogues": [\n  }'), [],
+     "not valid JSON: Expecting value at line 3, column 3"),
+    ("native_misspelt_required_field", native(lambda d: npr(d).update(querry=npr(d).pop("query"))),
+     [], "dialogue 'coffee', probe 'p1': unknown field 'querry' (did you mean 'query'?)"),
+    ("native_misspelt_optional_field", native(lambda d: nt(d).update(speeker="Maya")),
+     [], "turn 1 ('t1'): unknown field 'speeker' (did you mean 'speaker'?)"),
     ("native_null_document", raw(b"null"), [], "cannot tell the format"),
     ("native_dup_turn", native(lambda d: nt(d, 1).update(id="t1")),
      [], "dialogue 'coffee', session 's1', turn 2 ('t1'): duplicate turn id 't1'"),
@@ -247,6 +254,20 @@ SWEEP_ERRORS = [
     ("toml_unknown_key", 'extra = 1\n[dataset]\npath = "{data}"\n[strategy]\nname = "bm25"\n',
      "unknown top-level key(s) ['extra']"),
     ("toml_no_dataset", '[strategy]\nname = "bm25"\n', "[dataset] with a 'path' is required"),
+    ("toml_misspelt_table", '[datset]\npath = "{data}"\n[strategy]\nname = "bm25"\n',
+     "unknown top-level key(s) ['datset'] (did you mean 'dataset'?)"),
+    ("toml_strategy_array", '[dataset]\npath = "{data}"\n[[strategy]]\nname = "bm25"\n[[strategy]]\nname = "window"\n',
+     "[[strategy]] is not a sweep table: did you mean [[strategies]] (one entry per strategy), "
+     "or a single [strategy] table?"),
+    ("toml_strategies_single", '[dataset]\npath = "{data}"\n[strategies]\nname = "bm25"\n',
+     "[strategies] must be [[strategies]] entries (double brackets, one per strategy); "
+     "for a single strategy write [strategy]"),
+    ("toml_dataset_array", '[[dataset]]\npath = "{data}"\n[strategy]\nname = "bm25"\n',
+     "[[dataset]] is a list; write one [dataset] table (single brackets)"),
+    ("toml_dataset_key", '[dataset]\npath = "{data}"\nformt = "native"\n[strategy]\nname = "bm25"\n',
+     "unknown key(s) in [dataset]: ['formt'] (did you mean 'format'?); expected dialogues, format, options, path"),
+    ("toml_run_key", '[dataset]\npath = "{data}"\n[strategy]\nname = "bm25"\n[run]\nbudget = [256]\n',
+     "unknown key(s) in [run]: ['budget'] (did you mean 'budgets'?)"),
     ("toml_missing_dataset_file", '[dataset]\npath = "nowhere.json"\n[strategy]\nname = "bm25"\n',
      "nowhere.json: no such file or folder"),
     ("toml_bad_ks", '[dataset]\npath = "{data}"\n[strategy]\nname = "bm25"\n[run]\nks = [0]\n',
@@ -300,6 +321,7 @@ def _one_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert "Traceback" not in err
+    assert not re.search(r"\b([A-Za-z]+) \1\b", lines[0].split(": ", 2)[-1]), lines[0]  # no "at at line"
     return lines[0]
 
 

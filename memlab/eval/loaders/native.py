@@ -8,6 +8,7 @@ file must not be echoed whole.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -123,6 +124,12 @@ def _describe(e: Any) -> list[str]:
     if v == "required":
         m = re.match(r"'(.+)' is a required property", e.message)
         name = m.group(1) if m else str(e.message)
+        # a misspelt required field ('querry'): name the typo, the line a reader can act on
+        if isinstance(e.instance, dict):
+            extra = sorted(set(map(str, e.instance)) - set(e.schema.get("properties", {})))
+            close = difflib.get_close_matches(name, extra, n=1)
+            if close:
+                return [_unknown(close[0], [name], "field")]
         return [f"field {_short(name)} is required"]
     if v == "additionalProperties":
         known = sorted(e.schema.get("properties", {}))

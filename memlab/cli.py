@@ -414,8 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(message if message.startswith("memlab") else f"memlab: error: {message}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("memlab: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a sweep says how many finished cells it kept
+        print(f"memlab: {exc}" if str(exc) else "memlab: interrupted", file=sys.stderr)
         return 130
 
 

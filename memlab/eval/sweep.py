@@ -162,6 +162,11 @@ def _short(value: Any) -> str:
     return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep with an output folder; the message says how many finished cells
+    were kept for the resume."""
+
+
 @dataclass
 class SweepResult:
     results: pd.DataFrame
@@ -261,14 +266,24 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
         check_output_dir(out_dir, where)
     cells = CellStore(out_dir / "cells", fresh=fresh) if out_dir is not None else None
     frames = []
-    for spec in specs:
-        label = str(spec.get("label") or spec.get("name") or spec.get("class"))
-        try:
-            frames.append(sweep(spec, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
-                                progress=progress, budgets=budgets, configured=configured[label],
-                                cells=cells))
-        except (ConfigError, TypeError) as exc:  # name the file and the strategy entry
-            raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
+    try:
+        for spec in specs:
+            label = str(spec.get("label") or spec.get("name") or spec.get("class"))
+            try:
+                frames.append(sweep(spec, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
+                                    progress=progress, budgets=budgets, configured=configured[label],
+                                    cells=cells))
+            except (ConfigError, TypeError) as exc:  # name the file and the strategy entry
+                raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
+    except KeyboardInterrupt:
+        if cells is None:
+            raise
+        points = [c for points in configured.values() for c in points]
+        kept = sum(cells.path(cells.key(built, point_label, name, point, dataset.hash, ks, k_max, budgets)).is_file()
+                   for point, name, point_label, built in points)
+        raise SweepInterrupted(f"interrupted: {kept} of {len(points)} cells finished and kept in {cells.folder}; "
+                               f"the same command resumes with the {len(points) - kept} missing "
+                               f"(--fresh recomputes all)") from None
     results = pd.concat(frames, ignore_index=True)
     by = ["strategy"]
     summary = summarize(results, by=by, ci=True)  # 95% cluster-bootstrap CIs, seeded

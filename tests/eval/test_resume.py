@@ -114,9 +114,14 @@ def test_a_killed_sweep_resumes_with_only_the_missing_cells(tmp_path, tiny_file,
     proc = _start(toml, out, SLOW_HOLD=str(hold))
     _wait_for_cells(out, 1, proc)
     proc.send_signal(how)
-    proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     kept = sorted(p.name for p in (out / "cells").glob("*.parquet"))
     assert 1 <= len(kept) < 4
+    if how == signal.SIGINT:  # Ctrl-C: the sweep says what it kept
+        assert proc.returncode == 130
+        assert err.decode().strip().splitlines()[-1] == (
+            f"memlab: interrupted: {len(kept)} of 4 cells finished and kept in {out / 'cells'}; the same "
+            f"command resumes with the {4 - len(kept)} missing (--fresh recomputes all)")
     assert not (out / "results.parquet").exists()  # the folder holds no partial outputs
     assert not list(out.glob("summary*")) and not list(out.rglob("*.tmp"))
     mtimes = {name: (out / "cells" / name).stat().st_mtime_ns for name in kept}
@@ -220,3 +225,37 @@ def test_a_sweep_killed_while_writing_leaves_the_previous_complete_set(tmp_path,
         assert len(results) in (1, 3)
         assert sorted(results) == sorted(line.split("|")[1].strip() for line in
                                          (out / "summary.md").read_text().splitlines()[2:])
+
+
+INTERRUPTING = """
+from memlab.strategies.memory import WindowStrategy
+
+
+class InterruptingWindow(WindowStrategy):
+    \"\"\"Ctrl-C, as it were, as soon as the cell with window_size 3 starts.\"\"\"
+
+    def observe(self, record):
+        if self.window_size == 3:
+            raise KeyboardInterrupt
+        return super().observe(record)
+"""
+
+
+def test_ctrl_c_says_how_many_finished_cells_were_kept(tmp_path, tiny_file, capsys, monkeypatch):
+    (tmp_path / "interrupting.py").write_text(INTERRUPTING)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "interrupting", raising=False)
+    toml = tmp_path / "s.toml"
+    toml.write_text(f'[dataset]\npath = "{tiny_file}"\n[strategy]\nclass = "interrupting.InterruptingWindow"\n'
+                    '[grid]\nwindow_size = [1, 2, 3, 4]\n[run]\nks = [1]\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(toml), "--output", str(out), "--quiet"]) == 130
+    assert capsys.readouterr().err == (f"memlab: interrupted: 2 of 4 cells finished and kept in {out / 'cells'}; "
+                                       "the same command resumes with the 2 missing (--fresh recomputes all)\n")
+    assert len(list((out / "cells").glob("*.parquet"))) == 2
+    # without an output folder nothing is kept: the plain interruption
+    from memlab.eval.sweep import SweepInterrupted, read_config, run_config
+
+    with pytest.raises(KeyboardInterrupt) as caught:
+        run_config(read_config(toml), base_dir=tmp_path)
+    assert not isinstance(caught.value, SweepInterrupted)

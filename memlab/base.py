@@ -195,10 +195,19 @@ class Component(metaclass=ABCMeta):
     def set_params(self: C, **params: Any) -> C:
         """Set parameters; ``outer__inner`` reaches a nested component. Returns self.
 
+        Derived state follows: a class that overrides ``_on_params_changed`` rebuilds it
+        there; any other class is rebuilt by running its constructor again with the new
+        values (``_rebuild``), so parts it builds in ``__init__`` from its parameters (a
+        retriever built from ``k1``) follow them, and, like every strategy after
+        ``set_params``, it starts afresh. Nested keys rebuild the inner component and then
+        every component above it on the path.
+
         All or nothing: if a name is unknown or validation (``_on_params_changed``,
         here or in a nested component) fails, every changed value is put back and the
         error is raised, so a failed call leaves the configuration as it was.
         """
+        if not params and type(self)._on_params_changed is Component._on_params_changed:
+            return self  # nothing to rebuild from
         valid = self._param_names()
         direct: dict[str, Any] = {}
         nested: dict[str, dict[str, Any]] = {}
@@ -230,17 +239,30 @@ class Component(metaclass=ABCMeta):
                 else:
                     raise ConfigError(f"parameter {head!r} of {type(self).__name__} is "
                                       f"{type(target).__name__}, not a component; cannot set {list(sub)}")
-            self._on_params_changed()
+            self._params_changed()
         except Exception:
             for step in reversed(undo):
                 step()
             if undo:
-                self._on_params_changed()  # rebuild derived state from the restored values
+                self._params_changed()  # rebuild derived state from the restored values
             raise
         return self
 
     def _on_params_changed(self) -> None:
-        """Hook for subclasses that validate or derive state from parameters."""
+        """Hook for subclasses that validate or derive state from parameters. A class that
+        overrides it rebuilds its derived state here (and keeps whatever state it chooses);
+        a class that does not is rebuilt by ``set_params`` through its constructor."""
+
+    def _params_changed(self) -> None:
+        if type(self)._on_params_changed is Component._on_params_changed:
+            self._rebuild()
+        else:
+            self._on_params_changed()
+
+    def _rebuild(self) -> None:
+        """Run the constructor again on this object with its current parameter values: what
+        ``__init__`` builds from them (sub-components, indexes) is built again, state included."""
+        type(self).__init__(self, **{name: getattr(self, name) for name in self._param_names()})
 
     def _resolve(self, name: str, factory: Callable[[], Any]) -> Any:
         """The parameter ``name``, or, while it is None, a default built once by ``factory``

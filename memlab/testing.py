@@ -17,9 +17,10 @@ similarity arithmetic in tests.
 
 from __future__ import annotations
 
+import inspect
 import pickle
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -101,6 +102,7 @@ def check_strategy(strategy: Strategy, k: int = 3) -> list[str]:
     """Run every generic check on (clones of) ``strategy``; return the names of the checks."""
     checks: list[tuple[str, Callable[[Strategy], None]]] = [
         ("is_strategy", _check_is_strategy),
+        ("parts_are_parameters", _check_parts),
         ("clone_round_trip", _check_clone),
         ("empty_store", _check_empty),
         ("at_most_k_sorted_ranked", lambda s: _check_results(s, k)),
@@ -111,6 +113,99 @@ def check_strategy(strategy: Strategy, k: int = 3) -> list[str]:
         ("context", _check_context),
     ]
     return _run_checks(strategy, checks)
+
+
+# -- parts are parameters ---------------------------------------------------------------
+def hidden_parts(component: Component) -> list[str]:
+    """The parts ``component`` (or any component in its configuration) holds without exposing
+    them as parameters, so that ``get_params``, ``clone`` and ``set_params`` cannot see them;
+    one line each, e.g. ``"NextTurn.inner holds a BM25Retriever (public attribute, not a
+    parameter)"``. Empty when every part is a parameter.
+
+    A part is a Component held in an attribute (directly or in a list, tuple or dict). It is
+    fine when it is one of the parameters' components. Otherwise:
+
+    - held in a public attribute: hidden (the contract: public attributes are the
+      constructor arguments, derived state lives in ``_``-attributes);
+    - a ``Retriever`` or ``Strategy`` in a private attribute: hidden unless it is derived,
+      i.e. it wraps a component of the parameters (a chain around the retriever), stands in
+      for a parameter that is None (the default, built when used), or is built from the
+      owner's parameters: each of its own parameters is at its default or equals the
+      owner's parameter of the same name, and at least one is passed that way (so
+      ``set_params`` of that name rebuilds it). A retriever built with its defaults only,
+      or with a value typed into ``__init__``, is a hidden part: make it a parameter.
+
+    Other private parts (token counters, context builders) are derived state.
+    """
+    problems: list[str] = []
+    for owner in [component, *component.components()]:
+        params = owner._param_names()
+        reach = {id(owner)} | {id(c) for c in owner.components()}
+        for attr, value in vars(owner).items():
+            if attr in params or attr == "_defaults":  # _defaults: Component._resolve's cache
+                continue
+            for where, part in _held(value, attr):
+                if id(part) in reach:
+                    continue
+                if not attr.startswith("_"):
+                    problems.append(f"{type(owner).__name__}.{where} holds a {type(part).__name__} "
+                                    f"(public attribute, not a parameter)")
+                elif isinstance(part, (Retriever, Strategy)) and not (
+                        any(id(c) in reach for c in part.components()) or _stands_in(owner, part)
+                        or _built_from_params(owner, part)):
+                    problems.append(f"{type(owner).__name__}.{where} holds a {type(part).__name__} "
+                                    f"built in __init__, not from its parameters")
+    return problems
+
+
+def _held(value: Any, name: str, depth: int = 0) -> Iterator[tuple[str, Component]]:
+    if isinstance(value, Component):
+        yield name, value
+    elif depth < 2 and isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _held(item, f"{name}[{i}]", depth + 1)
+    elif depth < 2 and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _held(item, f"{name}[{key!r}]", depth + 1)
+
+
+def _stands_in(owner: Component, part: Component) -> bool:
+    """``part`` is the default of a parameter of ``owner`` that is None (declared in
+    ``constraints`` as accepting it)."""
+    for name in owner._param_names():
+        spec = type(owner)._constraints.get(name)
+        if getattr(owner, name) is None and spec is not None and spec.kind is not None and spec.accepts(part):
+            return True
+    return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _built_from_params(owner: Component, part: Component) -> bool:
+    mine = {name: getattr(owner, name) for name in owner._param_names()}
+    defaults = inspect.signature(type(part).__init__).parameters
+    passed = 0
+    for name in part._param_names():
+        value = getattr(part, name)
+        if name in mine and _same(mine[name], value):
+            passed += 1
+        elif not (defaults[name].default is not inspect.Parameter.empty and _same(defaults[name].default, value)):
+            return False
+    return passed > 0
+
+
+def _check_parts(c: Component) -> None:
+    problems = hidden_parts(c)
+    assert not problems, (f"{'; '.join(problems)}: get_params, clone and set_params cannot see "
+                          f"{'it' if len(problems) == 1 else 'them'}; take each part as a constructor "
+                          f"argument stored under its own name")
 
 
 def _check_is_strategy(s: Strategy) -> None:
@@ -217,10 +312,12 @@ def check_retriever(retriever: Retriever) -> list[str]:
     ``components[name]`` holding the hit's own score and rank, ``hit.record`` the record
     ``get_record`` returns; an empty index finds nothing; ``reset``, ``clone`` and
     ``pickle`` give a retriever that behaves as a fresh one, bit for bit; using it leaves
-    its parameters unchanged; ``records``, ``len`` and ``in`` agree with what was added.
+    its parameters unchanged; ``records``, ``len`` and ``in`` agree with what was added;
+    every part it holds is a parameter (``hidden_parts``).
     """
     checks: list[tuple[str, Callable[[Retriever], None]]] = [
         ("is_retriever", _check_is_retriever),
+        ("parts_are_parameters", _check_parts),
         ("hits_obey_the_contract", _check_hits),
         ("records_are_honest", _check_records),
         ("deterministic", lambda r: _check_same(_run(r.clone()), _run(r.clone()), "two identical runs differ")),

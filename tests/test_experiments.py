@@ -92,7 +92,7 @@ def test_hybrid_combmnz_is_registered_and_configurable(fusion: ModuleType) -> No
 
 def test_hybrid_combmnz_passes_check_strategy(fusion: ModuleType) -> None:
     done = check_strategy(strategies.get("hybrid_combmnz"))
-    assert done == ["is_strategy", "clone_round_trip", "empty_store", "at_most_k_sorted_ranked",
+    assert done == ["is_strategy", "parts_are_parameters", "clone_round_trip", "empty_store", "at_most_k_sorted_ranked",
                     "params_unchanged_by_use", "reset_is_fresh", "deterministic", "picklable", "context"]
 
 

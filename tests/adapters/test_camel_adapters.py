@@ -12,8 +12,8 @@ from memlab import ConfigError, strategies
 from memlab.records import MemoryRecord, Role
 from memlab.testing import KeywordEmbedder, WordCounter, check_records, check_strategy
 
-CHECKS = ["is_strategy", "clone_round_trip", "empty_store", "at_most_k_sorted_ranked", "params_unchanged_by_use",
-          "reset_is_fresh", "deterministic", "picklable", "context"]
+CHECKS = ["is_strategy", "parts_are_parameters", "clone_round_trip", "empty_store", "at_most_k_sorted_ranked",
+          "params_unchanged_by_use", "reset_is_fresh", "deterministic", "picklable", "context"]
 
 
 def test_importing_memlab_imports_no_peer_library() -> None:

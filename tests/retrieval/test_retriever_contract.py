@@ -31,8 +31,8 @@ FACTORIES = {
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 def test_every_retriever_passes_check_retriever(name):
     assert check_retriever(FACTORIES[name]()) == [
-        "is_retriever", "hits_obey_the_contract", "records_are_honest", "deterministic", "reset_is_fresh",
-        "picklable", "params_unchanged_by_use"]
+        "is_retriever", "parts_are_parameters", "hits_obey_the_contract", "records_are_honest", "deterministic",
+        "reset_is_fresh", "picklable", "params_unchanged_by_use"]
 
 
 def test_check_retriever_names_the_failed_check():

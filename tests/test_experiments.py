@@ -19,7 +19,7 @@ from memlab.eval.results import load_results
 from memlab.eval.sweep import import_user_module
 from memlab.records import MemoryRecord, Role
 from memlab.retrieval import BM25Retriever, HybridRetriever, VectorRetriever
-from memlab.testing import check_strategy
+from memlab.testing import check_retriever, check_strategy
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"
@@ -165,7 +165,9 @@ def test_the_readme_examples_run_as_written(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.chdir(ROOT)
     text = (EXPERIMENTS / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
+    registered_before = set(registry.names())
+    modules_before = set(sys.modules)
     # a real module, so that the classes the blocks define can be pickled (check_retriever does)
     module = ModuleType("experiments_readme")
     monkeypatch.setitem(sys.modules, module.__name__, module)
@@ -174,7 +176,11 @@ def test_the_readme_examples_run_as_written(monkeypatch: pytest.MonkeyPatch) -> 
         for code in blocks:
             exec(compile(code, "experiments/README.md", "exec"), namespace)
     finally:
-        registry._items.pop("overlap", None)
+        for name in set(registry.names()) - registered_before:  # overlap, bm25_next_turn
+            registry._items.pop(name, None)
+        for name in set(sys.modules) - modules_before:
+            if name.startswith("memlab_user_next_turn_"):
+                del sys.modules[name]
     overlap = namespace["WordOverlap"]()
     overlap.add([MemoryRecord("user", "I moved to Lisbon in May", id="a"),
                  MemoryRecord("user", "Lisbon has great coffee", id="b"), MemoryRecord("user", "hi", id="c")])
@@ -185,3 +191,82 @@ def test_the_readme_examples_run_as_written(monkeypatch: pytest.MonkeyPatch) -> 
     assert row["n_probes"] == SHIPPED_PROBES and 0 < row["recall@1"] <= row["recall@5"]
     assert len(namespace["results"]) == SHIPPED_PROBES
     assert namespace["swept"].get_params()["retriever__min_length"] == 5
+    wrapped = namespace["wrapped"].get_params()
+    assert (wrapped["retriever__retriever__k1"], wrapped["retriever__follow"]) == (1.2, 2)
+
+
+# -- experiments/next_turn.py: a wrapper retriever, `where` for the turns it adds, sweep labels --
+
+@pytest.fixture(scope="module")
+def next_turn() -> ModuleType:
+    """experiments/next_turn.py imported as ``memlab sweep`` does; bm25_next_turn unregistered after."""
+    from memlab.strategies import registry
+
+    registered = "bm25_next_turn" in registry
+    module = import_user_module(EXPERIMENTS / "next_turn.py")
+    yield module
+    if not registered:
+        registry._items.pop("bm25_next_turn", None)
+        sys.modules.pop(module.__name__, None)
+
+
+def _turns() -> list[MemoryRecord]:
+    said = [("s1", "user", "where does your sister live"), ("s1", "assistant", "she moved to Osaka"),
+            ("s1", "user", "nice city"), ("s2", "user", "my sister is a nurse"), ("s2", "assistant", "lovely")]
+    return [MemoryRecord(role, text, id=f"t{i}", timestamp=1_700_000_000.0 + i, metadata={"session_id": s})
+            for i, (s, role, text) in enumerate(said)]
+
+
+def test_next_turn_adds_the_following_turns_of_the_session_with_discounted_scores(next_turn: ModuleType) -> None:
+    bm25 = BM25Retriever()
+    bm25.add(_turns())
+    inner = {h.id: h.score for h in bm25.search("where does my sister live", 5)}
+    assert sorted(inner) == ["t0", "t3"]
+    wrapped = next_turn.NextTurn(BM25Retriever(), follow=2, discount=0.5)
+    wrapped.add(_turns())
+    hits = wrapped.search("where does my sister live", 10)
+    # t0's session s1 follows with t1 (x0.5) and t2 (x0.25); t3's session s2 with t4 (x0.5) only
+    expected = {"t0": inner["t0"], "t1": inner["t0"] * 0.5, "t2": inner["t0"] * 0.25, "t3": inner["t3"],
+                "t4": inner["t3"] * 0.5}
+    assert [(h.id, h.score) for h in hits] == sorted(expected.items(), key=lambda p: -p[1])
+    assert hits[0].components["bm25"]["score"] == inner["t0"] and "bm25" not in hits[1].components
+    assert [h.id for h in next_turn.NextTurn(bm25, follow=0).search("where does my sister live", 10)] == ["t0", "t3"]
+
+
+def test_next_turn_honours_where_for_the_turns_it_adds(next_turn: ModuleType) -> None:
+    wrapped = next_turn.NextTurn(BM25Retriever(), follow=2)
+    wrapped.add(_turns())
+    # the assistant replies t1 and t4 are not users' turns: the filter keeps them out, added or not
+    assert [h.id for h in wrapped.search("where does my sister live", 10, where={"role": "user"})] == \
+        ["t0", "t3", "t2"]
+    assert [h.id for h in wrapped.search("where does my sister live", 10, where={"session_id": "s2"})] == \
+        ["t3", "t4"]
+
+
+def test_next_turn_passes_the_checks_and_set_params_reaches_its_parts(next_turn: ModuleType) -> None:
+    assert check_retriever(next_turn.NextTurn(BM25Retriever()))[1] == "parts_are_parameters"
+    strategy = strategies.get("bm25_next_turn", follow=2)
+    assert check_strategy(strategy)[1] == "parts_are_parameters"
+    assert strategy.get_params()["retriever__retriever__k1"] == 1.5
+    assert strategy.set_params(retriever__retriever__k1=1.2).retriever.retriever.k1 == 1.2
+
+
+def test_next_turn_sweep_labels_and_compare_through_the_cli(next_turn: ModuleType, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "next_turn"
+    assert main(["sweep", str(EXPERIMENTS / "next_turn.toml"), "--output", str(out), "--quiet"]) == 0
+    results = _sweep_outputs(out)
+    labels = ["bm25 k1=1.2", "bm25 k1=1.5", "bm25_next_turn k1=1.2", "bm25_next_turn k1=1.5"]
+    assert results.groupby("strategy").size().to_dict() == {label: SHIPPED_PROBES for label in labels}
+    capsys.readouterr()
+    # the labels the sweep file's comment and experiments/README.md tell the reader to compare
+    assert main(["compare", str(out / "results.parquet"), "--metric", "recall@256tok",
+                 "--a", "bm25 k1=1.5", "--b", "bm25_next_turn k1=1.5"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("recall@256tok: bm25 k1=1.5 ") and "vs bm25_next_turn k1=1.5 " in printed
+    scored = int(results.loc[results["strategy"] == "bm25 k1=1.5", "recall@256tok"].notna().sum())
+    assert f"paired over {scored} probes" in printed
+    readme = (EXPERIMENTS / "README.md").read_text(encoding="utf-8")
+    toml = (EXPERIMENTS / "next_turn.toml").read_text(encoding="utf-8")
+    for text in (readme, toml):
+        assert '--a "bm25 k1=1.5" --b "bm25_next_turn k1=1.5"' in text

@@ -128,9 +128,9 @@ def hidden_parts(component: Component) -> list[str]:
     - held in a public attribute: hidden (the contract: public attributes are the
       constructor arguments, derived state lives in ``_``-attributes);
     - a ``Retriever`` or ``Strategy`` in a private attribute: hidden unless it is derived,
-      i.e. it wraps a component of the parameters (a chain around the retriever), stands in
-      for a parameter that is None (the default, built when used), or is built from the
-      owner's parameters: each of its own parameters is at its default or equals the
+      i.e. it stands in for a parameter that is None (built by ``_resolve``, or accepted by
+      that parameter's ``constraints``), wraps a component of the parameters (a chain
+      around the retriever) or is built from the owner's parameters: each of its own parameters is at its default or equals the
       owner's parameter of the same name, and at least one is passed that way (so
       ``set_params`` of that name rebuilds it). A retriever built with its defaults only,
       or with a value typed into ``__init__``, is a hidden part: make it a parameter.
@@ -141,8 +141,10 @@ def hidden_parts(component: Component) -> list[str]:
     for owner in [component, *component.components()]:
         params = owner._param_names()
         reach = {id(owner)} | {id(c) for c in owner.components()}
+        # defaults Component._resolve built for None parameters
+        reach |= {id(c) for _, c in _held(vars(owner).get("_defaults", {}), "_defaults")}
         for attr, value in vars(owner).items():
-            if attr in params or attr == "_defaults":  # _defaults: Component._resolve's cache
+            if attr in params or attr == "_defaults":
                 continue
             for where, part in _held(value, attr):
                 if id(part) in reach:
@@ -151,7 +153,7 @@ def hidden_parts(component: Component) -> list[str]:
                     problems.append(f"{type(owner).__name__}.{where} holds a {type(part).__name__} "
                                     f"(public attribute, not a parameter)")
                 elif isinstance(part, (Retriever, Strategy)) and not (
-                        any(id(c) in reach for c in part.components()) or _stands_in(owner, part)
+                        _stands_in(owner, value) or any(id(c) in reach for c in part.components())
                         or _built_from_params(owner, part)):
                     problems.append(f"{type(owner).__name__}.{where} holds a {type(part).__name__} "
                                     f"built in __init__, not from its parameters")
@@ -169,12 +171,14 @@ def _held(value: Any, name: str, depth: int = 0) -> Iterator[tuple[str, Componen
             yield from _held(item, f"{name}[{key!r}]", depth + 1)
 
 
-def _stands_in(owner: Component, part: Component) -> bool:
-    """``part`` is the default of a parameter of ``owner`` that is None (declared in
-    ``constraints`` as accepting it)."""
+def _stands_in(owner: Component, value: Any) -> bool:
+    """``value`` (a part, or a list of parts) is the default of a parameter of ``owner`` that is
+    None, declared in ``constraints`` as accepting it."""
+    if not isinstance(value, (Component, list, tuple)):
+        return False
     for name in owner._param_names():
         spec = type(owner)._constraints.get(name)
-        if getattr(owner, name) is None and spec is not None and spec.kind is not None and spec.accepts(part):
+        if getattr(owner, name) is None and spec is not None and spec.kind is not None and spec.accepts(value):
             return True
     return False
 

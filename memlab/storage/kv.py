@@ -20,6 +20,7 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
+from ..atomic import output_mode
 from ..base import Component, MemlabError, Param
 from .sqlite import connect
 
@@ -171,6 +172,7 @@ class JsonlKeyValueStore(KeyValueStore):
         self._path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=self._path.name + ".", suffix=".tmp", dir=self._path.parent)
         try:
+            os.chmod(tmp, output_mode(self._path))  # the umask's mode (or the file's), not mkstemp's 0600
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write("".join(line + "\n" for line in lines))
                 fh.flush()

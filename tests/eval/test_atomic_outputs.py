@@ -117,3 +117,15 @@ def test_every_sweep_output_is_readable_by_the_group_under_umask_022(tmp_path, t
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "out").iterdir() if p.is_file()}
     assert len(modes) == 6  # results, two summaries, provenance, two plots
     assert set(modes.values()) == {0o644}, modes
+
+
+def test_a_jsonl_store_rewritten_in_place_honours_the_umask_too(tmp_path, umask):
+    from memlab.storage.kv import JsonlKeyValueStore
+
+    umask(0o027)
+    store = JsonlKeyValueStore(str(tmp_path / "m.jsonl"))
+    store.replace([{"a": 1}])  # written to a temporary file and renamed over: a new file
+    assert stat.S_IMODE((tmp_path / "m.jsonl").stat().st_mode) == 0o640
+    (tmp_path / "m.jsonl").chmod(0o604)
+    store.replace([{"a": 2}])  # replacing keeps the file's mode
+    assert stat.S_IMODE((tmp_path / "m.jsonl").stat().st_mode) == 0o604

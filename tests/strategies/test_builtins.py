@@ -26,7 +26,7 @@ def test_every_registered_strategy_passes_the_check_suite(name):
     if extra is not None and not available(extra):
         pytest.skip(f"{name} needs the {extra!r} extra: pip install 'memlab[{extra}]'")
     done = check_strategy(strategies.get(name, **OFFLINE_PARAMS.get(name, {})))
-    assert done[-1] == "context" and len(done) == 9
+    assert done[-1] == "context" and len(done) == 10
 
 
 def test_unknown_name_suggests_and_lists():

@@ -71,17 +71,17 @@ metrics the replay writes itself), ``compute`` (``compute_metrics``), ``summary`
 
 from __future__ import annotations
 
+from .compute import compute_metrics
+from .cuts import budget_prefix
 from .registry import (BOUNDED, Metric, MetricColumn, ProbeRow, expand, get_metric, is_bounded, is_metric_column,
                        nan_reason, parse_column, register_metric, registered, report_columns, unregister_metric)
-from .turns import (NAN, REQUIRED_COLUMNS, Item, _check_k, _ids, _unique, budget_metrics, budget_prefix,
-                    context_metrics, hit_rate_at_k, mrr_at_k, ndcg_at_k, recall_all_at_k, recall_at_k,
-                    relevance_ratio_at_k, retrieval_metrics)
+from .replayed import ANSWER_METRICS, LIFECYCLE_METRICS
 from .sessions import (SESSION_BUDGET_METRICS, SESSION_COLUMNS, SESSION_METRICS, session_budget_metrics,
                        session_hit_rate_at_k, session_metrics, session_ndcg_at_k, session_ranking,
                        session_recall_all_at_k, session_recall_at_k)
-from .replayed import ANSWER_METRICS, LIFECYCLE_METRICS
-from .compute import _as_list, _is_missing, compute_metrics
 from .summary import COST_COLUMNS, metric_columns, nan_notes, summarize
+from .turns import (NAN, REQUIRED_COLUMNS, Item, budget_metrics, context_metrics, hit_rate_at_k,
+                    mrr_at_k, ndcg_at_k, recall_all_at_k, recall_at_k, relevance_ratio_at_k, retrieval_metrics)
 
 #: Derived from the registry, kept for code that imports them: the built-in metric names of
 #: the retrieval view (``<name>@<k>``), the token-matched ones (``<name>@<B>tok``) and the
@@ -91,12 +91,12 @@ BUDGET_METRICS = tuple(m.name for m in registered(batch="turn_budget"))
 CONTEXT_METRICS = tuple(m.name for m in registered(batch="context"))
 
 __all__ = [
-    "ANSWER_METRICS", "BOUNDED", "BUDGET_METRICS", "CONTEXT_METRICS", "COST_COLUMNS", "LIFECYCLE_METRICS",
-    "Metric", "MetricColumn", "NAN", "ProbeRow", "REQUIRED_COLUMNS", "RETRIEVAL_METRICS",
-    "SESSION_BUDGET_METRICS", "SESSION_COLUMNS", "SESSION_METRICS", "budget_metrics", "budget_prefix",
-    "compute_metrics", "context_metrics", "expand", "get_metric", "hit_rate_at_k", "is_bounded",
-    "is_metric_column", "metric_columns", "mrr_at_k", "nan_notes", "nan_reason", "ndcg_at_k", "parse_column", "recall_all_at_k",
-    "recall_at_k", "register_metric", "registered", "relevance_ratio_at_k", "report_columns", "retrieval_metrics",
-    "session_budget_metrics", "session_hit_rate_at_k", "session_metrics", "session_ndcg_at_k", "session_ranking",
-    "session_recall_all_at_k", "session_recall_at_k", "summarize", "unregister_metric",
+    "ANSWER_METRICS", "BOUNDED", "BUDGET_METRICS", "CONTEXT_METRICS", "COST_COLUMNS", "LIFECYCLE_METRICS", "Metric",
+    "Item", "MetricColumn", "NAN", "ProbeRow", "REQUIRED_COLUMNS", "RETRIEVAL_METRICS", "SESSION_BUDGET_METRICS",
+    "SESSION_COLUMNS", "SESSION_METRICS", "budget_metrics", "budget_prefix", "compute_metrics", "context_metrics",
+    "expand", "get_metric", "hit_rate_at_k", "is_bounded", "is_metric_column", "metric_columns", "mrr_at_k",
+    "nan_notes", "nan_reason", "ndcg_at_k", "parse_column", "recall_all_at_k", "recall_at_k", "register_metric",
+    "registered", "relevance_ratio_at_k", "report_columns", "retrieval_metrics", "session_budget_metrics",
+    "session_hit_rate_at_k", "session_metrics", "session_ndcg_at_k", "session_ranking", "session_recall_all_at_k",
+    "session_recall_at_k", "summarize", "unregister_metric",
 ]

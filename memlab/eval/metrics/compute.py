@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 
 from ...base import MemlabError
+from .cuts import _check_k, budget_prefix
 from .registry import Metric, ProbeRow, expand, registered
 from .sessions import session_into
-from .turns import (NAN, REQUIRED_COLUMNS, _check_k, _ids, _unique, budget_into, budget_prefix, context_into,
-                    retrieval_into)
+from .turns import NAN, REQUIRED_COLUMNS, _ids, _unique, budget_into, context_into, retrieval_into
 
 #: Which ``compute_metrics`` view computes the metrics of each registry view (answer and
 #: lifecycle metrics with a per-row function are computed whatever the view).

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...base import MemlabError
+from .cuts import budget_prefix
 
 VIEWS = ("retrieval", "budget", "context", "answer", "lifecycle")
 PARAMS = (None, "k", "tok")
@@ -59,8 +60,6 @@ class ProbeRow:
 
     def kept(self, budget: int) -> int:
         """How many leading items fit in ``budget`` tokens (``budget_prefix``)."""
-        from .turns import budget_prefix
-
         return budget_prefix(self.tokens, budget)
 
 
@@ -187,11 +186,24 @@ def get_metric(key: str) -> Metric:
         raise MemlabError(f"no metric {key!r}{hint}") from None
 
 
+#: Table order of the built-in blocks; then the metrics the replay writes, then user metrics.
+_BLOCK_ORDER = {"turn_budget": 0, "turns": 1, "context": 2, "sessions": 3}
+
+
+def _rank(metric: Metric) -> int:
+    if metric.batch in _BLOCK_ORDER:
+        return _BLOCK_ORDER[metric.batch]
+    return len(_BLOCK_ORDER) + (0 if metric.computed_by is not None else 1)
+
+
 def registered(view: str | Iterable[str] | None = None, param: Any = "any",
                batch: Any = "any") -> list[Metric]:
-    """Registered metrics in registration order, optionally of some views / param / batch."""
+    """Registered metrics in table order (the built-in blocks -- token-matched, @k, context,
+    sessions --, the replay's own, then the others in registration order), optionally only
+    those of some views / param / batch."""
     views = None if view is None else ({view} if isinstance(view, str) else set(view))
-    return [m for m in _REGISTRY.values() if (views is None or m.view in views)
+    ordered = sorted(_REGISTRY.values(), key=_rank)  # stable: registration order within a block
+    return [m for m in ordered if (views is None or m.view in views)
             and (param == "any" or m.param == param) and (batch == "any" or m.batch == batch)]
 
 
@@ -260,7 +272,7 @@ def report_columns(columns: Iterable[Any], brief: bool = False) -> list[str]:
     ks = sorted({p.value for p in present if p.metric.param == "k"})
     budgets = sorted({p.value for p in present if p.metric.param == "tok"})
     have = {p.column for p in present}
-    metrics = [m for m in _REGISTRY.values() if not brief or m.brief]
+    metrics = [m for m in registered() if not brief or m.brief]
     return [c for c in expand(metrics, ks, budgets) if c in have]  # type: ignore[arg-type]
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 from ...base import MemlabError
 from .registry import ProbeRow, register_metric, registered
-from .turns import _check_k, budget_prefix
+from .cuts import _check_k, budget_prefix
 
 NAN = float("nan")
 
@@ -117,7 +117,8 @@ def session_metrics(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[A
     """``<metric>@k`` for every metric of ``SESSION_METRICS`` and every k."""
     row = ProbeRow(gold=[], gold_sessions=[str(s) for s in dict.fromkeys(gold_sessions)],
                    retrieved_sessions=[_sessions(i) for i in retrieved_sessions])
-    return {m.column(k): m.fn(row, k) for m in registered(batch="sessions", param="k") for k in ks}  # type: ignore[misc]
+    return {m.column(k): m.fn(row, k)  # type: ignore[misc]
+            for m in registered(batch="sessions", param="k") for k in ks}
 
 
 def session_budget_metrics(retrieved_sessions: Sequence[Any], tokens: Sequence[int],

@@ -12,9 +12,9 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import numpy as np
 
 from ...base import MemlabError
+from .cuts import _check_k, budget_prefix
 from .registry import Metric, ProbeRow, register_metric, registered
 
 Item = str | Sequence[str]
@@ -25,11 +25,6 @@ REQUIRED_COLUMNS = {"retrieval": ("gold", "retrieved_ids"), "context": ("gold", 
 
 def _ids(item: Item) -> list[str]:
     return [item] if isinstance(item, str) else [str(i) for i in item]
-
-
-def _check_k(k: int | None) -> None:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
-        raise MemlabError(f"k must be a positive int or None, got {k!r}")
 
 
 def _top(retrieved: Sequence[Item], k: int | None) -> list[list[str]]:
@@ -106,18 +101,6 @@ def ndcg_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> 
     n_ideal = len(g) if k is None else min(k, len(g))
     idcg = sum(1.0 / math.log2(r + 1) for r in range(1, n_ideal + 1))
     return dcg / idcg
-
-
-def budget_prefix(tokens: Sequence[int], budget: int) -> int:
-    """How many leading items fit in ``budget`` tokens: the largest m with t_1 + ... + t_m <= budget."""
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-        raise MemlabError(f"token budget must be a positive int, got {budget!r}")
-    total = 0
-    for m, t in enumerate(tokens):
-        total += int(t)
-        if total > budget:
-            return m
-    return len(tokens)
 
 
 def budget_metrics(retrieved: Sequence[Item], tokens: Sequence[int], gold: Iterable[str],

@@ -194,7 +194,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _eval_metric_names(k: int, budgets: Sequence[int]) -> list[str]:
     """The means ``memlab eval`` reports, token-matched ones first when budgets were given."""
-    names = [f"{m}@{b}tok" for b in budgets for m in ("recall", "hit_rate", "tokens")]
+    names = [f"{m}@{b}tok" for b in budgets for m in ("recall", "hit_rate", "tokens", "session_hit_rate",
+                                                        "session_recall")]
+    names += [f"session_hit_rate@{k}", f"session_recall@{k}", f"session_recall_all@{k}", f"session_ndcg@{k}"]
     names += [f"hit_rate@{k}", f"recall@{k}", f"recall_all@{k}", f"relevance_ratio@{k}", f"ndcg@{k}",
               f"mrr@{k}", "context_hit_rate", "context_recall", "context_relevance_ratio",
               "context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms",

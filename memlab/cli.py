@@ -51,8 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--probe-position", choices=["end", "after_evidence"], default=None,
                    help="LoCoMo: ask each question at the end (default) or right after its evidence")
     e.add_argument("--categories", default=None, help="comma-separated probe categories to keep")
-    e.add_argument("--roles", default=None, help="LongMemEval: comma-separated roles of the turns to index "
-                   "(user: user turns only, as LongMemEval's turn-level keys; default: every turn)")
+    e.add_argument("--roles", default=None, help="LongMemEval: comma-separated roles of the turns to index, "
+                   "or 'all' (default: user, LongMemEval's turn-level keys)")
     e.add_argument("--n-jobs", type=int, default=1, help="dialogues replayed in parallel (joblib)")
     e.add_argument("--output", default=None, help="also save per-probe rows (.parquet or .csv)")
     e.add_argument("--max-failures", type=int, default=None, metavar="N",
@@ -137,7 +137,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.probe_position:
         options["probe_position"] = args.probe_position
     if args.roles:
-        options["roles"] = tuple(r.strip() for r in args.roles.split(","))
+        options["roles"] = None if args.roles == "all" else tuple(r.strip() for r in args.roles.split(","))
     dataset = open_dataset(args.dataset, args.format, **options)  # a LongMemEval file streams
     if args.categories:
         dataset = dataset.subset(categories=[c.strip() for c in args.categories.split(",")])

@@ -22,7 +22,13 @@ def test_neutral_ids_are_a_hash_of_the_published_ones():
 
 @pytest.fixture(scope="module")
 def ds():
-    return load_dataset(MINI)
+    return load_dataset(MINI, roles=None)   # every turn (the default keeps user turns only)
+
+
+def test_user_turns_by_default(ds):
+    users = load_dataset(MINI)
+    assert users.n_turns == 7 and {t.role for d in users for t in d.turns()} == {"user"}
+    assert [p.evidence for d in users for p in d.probes] == [p.evidence for d in ds for p in d.probes]
 
 
 def test_one_dialogue_per_question(ds):
@@ -64,11 +70,12 @@ def test_fallback_to_answer_session_and_reordering(ds):
     p = d.probes[0]
     assert p.evidence == [f"{N('answer_s2')}:1"]           # the has_answer turn is an assistant turn
     assert p.answer == "60"
-    both = load_dataset(MINI, evidence_roles=("user", "assistant")).dialogue("q_ssa_2").probes[0]
+    both = load_dataset(MINI, evidence_roles=("user", "assistant"), roles=None).dialogue("q_ssa_2").probes[0]
     assert both.evidence == [f"{N('answer_s2')}:2"]
 
 
 def test_abstention_unscored_and_report(ds):
+    assert ds.report.counts() == load_dataset(MINI).report.counts()
     p = ds.dialogue("q_ku_3_abs").probes[0]
     assert p.evidence == [] and p.metadata["abstention"] is True
     assert p.metadata["evidence_sessions"] == []   # unscored at the session level too

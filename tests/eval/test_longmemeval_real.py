@@ -121,7 +121,7 @@ def test_abstention_is_unscored_at_both_levels(tmp_path, s_q):
 
 def test_user_turns_only(tmp_path, oracle_q):
     path = str(write(tmp_path, "o.json", oracle_q))
-    every, users = load_dataset(path), load_dataset(path, roles=("user",))
+    every, users = load_dataset(path, roles=None), load_dataset(path)
     assert {t.role for d in users for t in d.turns()} == {"user"}
     assert [t.id for d in users for t in d.turns()] == [t.id for d in every for t in d.turns() if t.role == "user"]
     assert [p.evidence for d in users for p in d.probes] == [p.evidence for d in every for p in d.probes]

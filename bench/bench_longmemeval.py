@@ -56,6 +56,7 @@ LEXICAL = [
     ("bm25_plus (every turn)", "bm25_plus", {}, None),
     ("bm25_prf", "bm25_prf", {}, ("user",)),
     ("bm25_sessions", "bm25_sessions", {}, ("user",)),
+    ("bm25_session_prior", "bm25_session_prior", {}, ("user",)),
     ("bm25_sessions (every turn)", "bm25_sessions", {}, None),
     ("vector (hashing)", "vector", {}, ("user",)),
     ("hybrid (hashing)", "hybrid", {}, ("user",)),
@@ -175,6 +176,35 @@ def print_by_type(title: str, table: dict[str, dict[str, Any]]) -> None:
         print(f"| {label} | " + " | ".join(cells) + " |")
 
 
+#: Columns of the README tables (metric names as in the results file; percent, one decimal).
+README_COLUMNS = ["session_hit_rate@5", "session_hit_rate@10", "recall@5", "recall@10", "recall@1024tok"]
+
+
+def readme_markdown(results: dict[str, Any]) -> str:
+    """The README's LongMemEval tables from a results file; each table follows a marker
+    comment ``<!-- longmemeval:<section> -->`` that ``tests/test_readme_longmemeval.py`` reads."""
+    parts = []
+    sections = [("s", results.get("s")), ("oracle", results.get("oracle")),
+                ("s_dense_subset", (results.get("s_dense_subset") or {}).get("table"))]
+    for key, table in sections:
+        if not table:
+            continue
+        parts.append(f"<!-- longmemeval:{key} -->")
+        parts.append("| strategy | " + " | ".join(README_COLUMNS) + " | seconds |")
+        parts.append("|---|" + "---:|" * (len(README_COLUMNS) + 1))
+        for label, f in table.items():
+            parts.append(f"| `{label}` | " + " | ".join(fmt(f.get(c)) for c in README_COLUMNS)
+                         + f" | {f['seconds']:.0f} |")
+        parts.append("")
+    parts.append("<!-- longmemeval:anchors -->")
+    parts.append("| method | session_hit_rate@5 | recall@5 | recall@10 | source |")
+    parts.append("|---|---:|---:|---:|---|")
+    for a in results["anchors"]:
+        cells = [f"{a[c]:.1f}" if c in a else "-" for c in ("session_hit_rate@5", "recall@5", "recall@10")]
+        parts.append(f"| {a['method']} | " + " | ".join(cells) + f" | {a['source']} |")
+    return "\n".join(parts) + "\n"
+
+
 def first_per_type(path: Path, n: int) -> list[str]:
     """The first ``n`` scored questions of each type, in file order (a fixed subset)."""
     taken: dict[str, int] = {}
@@ -198,7 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--merge", action="store_true", help="update --out, keeping sections not run now")
     ap.add_argument("--scaling", type=int, default=3, help="questions per type for the scaling study (0: none)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "longmemeval.json"))
+    ap.add_argument("--readme", action="store_true", help="print the README tables from --out and stop")
     args = ap.parse_args(argv)
+    if args.readme:
+        print(readme_markdown(json.loads(Path(args.out).read_text())), end="")
+        return 0
     oracle, s_path = longmemeval_path(LONGMEMEVAL_ORACLE), longmemeval_path(LONGMEMEVAL_S)
     if oracle is None or s_path is None:
         print("LongMemEval not found: set MEMLAB_LONGMEMEVAL or put the files in ../shared/datasets/longmemeval/")

@@ -100,6 +100,89 @@ class SessionStrategy(RetrievalStrategy):
         return len(set(self._sessions))
 
 
+class SessionPriorStrategy(RetrievalStrategy):
+    """Turns ranked with their session's score as a prior: sessions find, turns pinpoint.
+
+    Two indexes over the same observed turns: the strategy's ``retriever`` over turns (the
+    units returned) and ``SessionStrategy``'s session records searched by
+    ``session_retriever``. For a query, the ``candidates`` best turns T and every session S
+    are scored; with min-max normalisation over each list (all 1.0 when a list's scores are
+    equal; a turn whose session was not scored gets 0),
+
+        score(t) = (1 - session_weight) * minmax_T(turn score of t)
+                   + session_weight * minmax_S(score of t's session)
+
+    and the turns are returned by that score (ties: turn rank). A hit stays one turn, so
+    its tokens and source ids are the turn's. ``hit.components`` keeps ``turn`` and
+    ``session`` scores.
+    """
+
+    constraints = {**RetrievalStrategy.constraints, "session_weight": Param(float, ge=0, le=1),
+                   "date": Param(bool)}
+
+    def __init__(self, retriever: Any = None, session_retriever: Any = None, session_weight: float = 0.5,
+                 date: bool = True, candidates: int = 100, history_window: int = 4, keep_rate: float = 0.9,
+                 context_k: int = 5, token_limit: int = 2048, token_counter: Any = None,
+                 system_prompt: str | None = None):
+        self.session_retriever = session_retriever
+        self.session_weight = session_weight
+        self.date = date
+        super().__init__(retriever=retriever, candidates=candidates, history_window=history_window,
+                         keep_rate=keep_rate, context_k=context_k, token_limit=token_limit,
+                         token_counter=token_counter, system_prompt=system_prompt)
+
+    def _build(self) -> None:
+        super()._build()
+        self._exact = False  # the turn list is re-ranked: always ask for ``candidates``
+        self._units = SessionStrategy(retriever=self.session_retriever, date=self.date, history_window=0)
+
+    def observe(self, record: MemoryRecord) -> None:
+        super().observe(record)
+        self._units.observe(record)
+
+    def _ranked(self, query: str, n: int, where: Where | None, now: float | None) -> list[Hit]:
+        key = (query, now, self._version, n)
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[2]
+        turns = self._chain.search(query, max(n, self.candidates), where=where, now=now)
+        sessions = self._units.retrieve(query, max(len(self._units._sessions), 1), now=now)
+        session_score = {h.memory_record.metadata["session_id"]: h.score for h in sessions}
+        t_norm, s_norm = _minmax([h.score for h in turns]), _minmax(list(session_score.values()))
+        s_of = dict(zip(session_score, s_norm))
+        w = float(self.session_weight)
+        rescored = []
+        for rank, (hit, tn) in enumerate(zip(turns, t_norm)):
+            sid = str(hit.memory_record.metadata.get("session_id", ""))
+            sn = s_of.get(sid, 0.0)
+            hit.components = {**hit.components, "turn": {"score": hit.score, "rank": rank + 1},
+                              "session": {"score": session_score.get(sid, 0.0), "rank": 0}}
+            hit.score = (1 - w) * tn + w * sn
+            rescored.append((-hit.score, rank, hit))
+        hits = [h for _, _, h in sorted(rescored, key=lambda x: (x[0], x[1]))][:n]
+        self._memo = (key, n, hits)
+        return hits
+
+
+def _minmax(values: list[float]) -> list[float]:
+    if not values:
+        return []
+    lo, hi = min(values), max(values)
+    return [1.0] * len(values) if hi == lo else [(v - lo) / (hi - lo) for v in values]
+
+
+@registry.register("bm25_session_prior")
+def bm25_session_prior(session_weight: float = 0.5, k1: float = 1.5, b: float = 0.75, date: bool = True,
+                       chinese: str = "char+bigram") -> SessionPriorStrategy:
+    """Stemmed BM25 over turns, re-ranked with the stemmed BM25 score of each turn's whole
+    session (``SessionPriorStrategy``): the session finds the conversation, the turn the line."""
+    from ..retrieval import BM25Retriever
+    from .builtins import strong_tokenizer
+
+    return SessionPriorStrategy(retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b),
+                                session_retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b),
+                                session_weight=session_weight, date=date)
+
+
 @registry.register("bm25_sessions")
 def bm25_sessions(k1: float = 1.5, b: float = 0.75, date: bool = True,
                   chinese: str = "char+bigram") -> SessionStrategy:
@@ -113,4 +196,4 @@ def bm25_sessions(k1: float = 1.5, b: float = 0.75, date: bool = True,
     return SessionStrategy(retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b), date=date)
 
 
-__all__ = ["SESSION_PREFIX", "SessionStrategy", "bm25_sessions"]
+__all__ = ["SESSION_PREFIX", "SessionPriorStrategy", "SessionStrategy", "bm25_session_prior", "bm25_sessions"]

@@ -213,3 +213,27 @@ def test_sessions_as_units_cover_their_turns(tmp_path, oracle_q):
     assert hit.memory_record.content.splitlines()[1:] == [f"user: {t.text}" for t in session.turns]
     from memlab.strategy import _default_counter
     assert s.hit_tokens([hit]) == [_default_counter().count_message(s.session_record(sid).to_openai())]
+
+
+def test_the_readme_command_runs_as_written_on_a_slice(tmp_path, s_q):
+    import re
+    import shlex
+
+    from memlab.cli import main
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    line = re.search(r"^memlab eval \.\./shared/datasets/longmemeval/longmemeval_s_cleaned\.dev\.json\.gz .*$",
+                     readme, flags=re.M)
+    assert line, "the README shows the LongMemEval command"
+    args = shlex.split(line.group(0))[1:]
+    args[1] = str(write(tmp_path, "longmemeval_s_slice.json.gz", s_q))   # the same file format, 4 questions
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(args) == 0
+    result = json.loads(out.getvalue())
+    assert result["n_probes"] == 4 and result["n_scored"] == 3     # the abstention question is left out
+    for name in ("session_hit_rate@5", "session_recall_all@5", "recall@5", "hit_rate@5"):
+        assert 0 <= result[name] <= 1 and len(result["ci"][name]) == 2
+    assert result["dataset_report"]["counts"]["duplicate_session_dropped"] == 2

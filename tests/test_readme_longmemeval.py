@@ -56,3 +56,16 @@ def test_every_readme_number_is_the_results_files():
                 assert cell == expected, (key, label, name, cell, expected)
                 checked += 1
     assert checked > 50
+
+
+def test_the_target_sentences_are_computed_from_the_results_file():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_longmemeval", ROOT / "bench" / "bench_longmemeval.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    lines = bench.targets(json.loads(RESULTS.read_text()))
+    assert len([x for x in lines if x]) == 2
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for line in lines:
+        assert line in readme, line

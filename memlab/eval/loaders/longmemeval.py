@@ -31,8 +31,8 @@ question_id) with one probe (same id) asked after the last turn. Conventions:
 - **Units.** ``roles`` keeps only the turns of those roles; the default ``("user",)``
   indexes user turns only, as LongMemEval's turn-level retrieval does (its keys are user
   turns; the gold turns are user turns too, see below). ``None`` keeps every turn: the
-  assistant turns, long and many, then fill a token budget first (bm25_plus on oracle dev:
-  recall@1024tok 0.94 with user turns, 0.57 with every turn; ``bench/bench_longmemeval.py``).
+  assistant turns, long and many, then fill a token budget first (the "every turn" rows of
+  ``bench/bench_longmemeval.py`` measure what that costs).
   Dropped turns keep their place in the numbering (turn ids do not change).
 - **Evidence.** The kept turns whose role is in ``evidence_roles`` (default: user) and
   that carry ``has_answer: true``; when there are none, the kept turns with those roles

@@ -52,6 +52,7 @@ BUDGETS = (512, 1024, 2048)
 #: (label, registered name, parameters, roles indexed)
 LEXICAL = [
     ("bm25", "bm25", {}, ("user",)),
+    ("bm25 (stemmed)", "bm25_plus", {"before": 0, "after": 0, "own_weight": 1, "date": False}, ("user",)),
     ("bm25_plus", "bm25_plus", {}, ("user",)),
     ("bm25_plus (every turn)", "bm25_plus", {}, None),
     ("bm25_prf", "bm25_prf", {}, ("user",)),

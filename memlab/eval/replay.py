@@ -494,9 +494,10 @@ def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dat
     if not path.exists():
         raise MemlabError(f"{path}: no such file or folder")
     if path.is_dir():
-        files = sorted(p for p in path.glob("*.json") if not p.name.startswith("."))
+        files = sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz"))
+                       and not p.name.startswith("."))
         if not files:
-            raise MemlabError(f"{path}: folder has no .json dataset files")
+            raise MemlabError(f"{path}: folder has no .json (or .json.gz) dataset files")
         parts = [load_dataset(str(f), format=format, **options) for f in files]
         dialogues = [d for part in parts for d in part.dialogues]
         seen: set[str] = set()

@@ -27,6 +27,8 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 EXPECTED = ["01_quickstart.ipynb", "02_keep_rate_sweep.ipynb", "03_hybrid_vs_vector.ipynb", "04_decay.ipynb",
             "05_layered_memory.ipynb", "06_peers.ipynb", "07_lifecycle.ipynb"]
+#: Notebooks kept with the outputs of their stored run (read without running them).
+STORED_WITH_OUTPUTS = {"09_error_analysis.ipynb"}
 CELL_TIMEOUT = 240  # seconds per cell; a healthy run takes a few
 
 #: Small values for any notebook that has a parameter of this name.
@@ -48,6 +50,8 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
                                         "layered_lifecycle": ("layered_lifecycle", {})},
                            "variants": {"no lifecycle": {"consolidate_every": None, "summarize_every": None},
                                         "full lifecycle": {}}},
+    # one LoCoMo conversation (common), 40 of its questions: hybrid_plus embeds them with e5
+    "09_error_analysis.ipynb": {"max_probes": 40},
     "04_decay.ipynb": {"time_units": [86400.0], "strength_growths": [0.0, 1.0], "decay_weights": [0.0, 0.2],
                        "multiplicative_time_units": [86400.0, 3.15e9],
                        "forget_thresholds": [0.0, 0.1]},
@@ -105,7 +109,7 @@ def test_notebook_structure(path: Path) -> None:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        assert cell.get("outputs") == [] and cell.get("execution_count") is None, \
+        assert path.name in STORED_WITH_OUTPUTS or (cell.get("outputs") == [] and cell.get("execution_count") is None), \
             f"outputs must be cleared (cell {cell.get('id')})"
         tree = ast.parse("\n".join(line for line in cell.source.splitlines() if not line.startswith("%")))
         defined = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,

@@ -517,11 +517,9 @@ class ProbeTable:
             lines.append(self._run_line(r))
             previous, cut = 0, False
             for h in r["hits"]:
-                if previous and h["rank"] > previous + 1:
-                    lines.append("     ...")
-                if not cut and h["rank"] > r["kept"]:
-                    lines.append(f"     -- cut ({_cut_name(self.k, self.budget)}) --")
-                    cut = True
+                for gap, line in _between(previous, h["rank"], r["kept"], cut):
+                    lines.append("     ..." if gap else f"     -- cut ({_cut_name(self.k, self.budget)}) --")
+                cut = cut or h["rank"] > r["kept"]
                 mark = "*" if h["gold"] else " "
                 tokens = f"{h['tokens']:>4} tok" if h["tokens"] is not None else "       "
                 text = f"  {_short(h['text'], width)}" if h["text"] is not None else ""
@@ -558,11 +556,13 @@ class ProbeTable:
                 classes = ["gold"] if h["gold"] else []
                 if not h["kept"]:
                     classes.append("out")
-                if not cut and h["rank"] > r["kept"]:
+                marks = _between(previous, h["rank"], r["kept"], cut)
+                for gap, _ in marks:
+                    if gap:
+                        parts.append("<tr class='out'><td colspan='5'>…</td></tr>")
+                if any(not gap for gap, _ in marks):
                     classes.append("cut")
-                    cut = True
-                if previous and h["rank"] > previous + 1:
-                    parts.append("<tr class='out'><td colspan='5'>…</td></tr>")
+                cut = cut or h["rank"] > r["kept"]
                 star = "★ " if h["gold"] else ""
                 parts.append(f"<tr class='{' '.join(classes)}'><td>{star}{h['rank']}</td><td>{esc(h['id'])}</td>"
                              f"<td>{_fmt(h['score'])}</td><td>{'' if h['tokens'] is None else h['tokens']}</td>"
@@ -571,6 +571,22 @@ class ProbeTable:
             parts.append("</table>")
         parts.append("</div>")
         return "".join(parts)
+
+
+def _between(previous: int, rank: int, kept: int, cut: bool) -> list[tuple[bool, str]]:
+    """What goes between the hit ranked ``previous`` (0: none yet) and the next, ranked
+    ``rank``: ``(True, "gap")`` for ranks left out, ``(False, "cut")`` where the cut falls
+    (after rank ``kept``), in order."""
+    marks: list[tuple[bool, str]] = []
+    gap = rank > previous + 1
+    if cut or rank <= kept:
+        return [(True, "gap")] if gap else []
+    if kept > previous:                 # the cut falls inside the ranks left out
+        marks.append((True, "gap"))
+    marks.append((False, "cut"))
+    if gap and kept < rank - 1:
+        marks.append((True, "gap"))
+    return marks
 
 
 def _fold(text: Any, width: int = 120) -> str:

@@ -158,6 +158,18 @@ def test_inspector_budget_cut_and_deep_gold(runs, travel):
     assert "     -- cut (64 tokens) --\n  *  2. t39" in block
 
 
+def test_text_marks_left_out_ranks_and_the_cut(runs, travel):
+    # bm25_plus p1: gold t5 at rank 4; one hit asked for, cut at k=2
+    table = inspect_probes(runs["bm25_plus"], travel, k=2, max_hits=1, n=1)
+    lines = table.to_text().splitlines()
+    assert lines[-6] == "bm25_plus: below_k: first gold at rank 4 of 5 retrieved, 2 kept (k=2)"
+    assert lines[-5].startswith("     1. t4            4.071   21 tok  Advisor: A beach escape")
+    assert lines[-4:-1] == ["     ...", "     -- cut (k=2) --", "     ..."]      # rank 2 kept, 3 cut: both left out
+    assert lines[-1].startswith("  *  4. t5            2.018   26 tok  Lin: Quiet, definitely.")
+    assert "<tr class='out'><td colspan='5'>…</td></tr><tr class='out'><td colspan='5'>…</td></tr>" \
+        "<tr class='gold out cut'><td>★ 4</td>" in table._repr_html_()
+
+
 def test_show_misses_and_differ(runs, travel):
     misses = inspect_probes(runs["bm25"], travel, show="misses")
     assert misses.frame["probe_id"].tolist() == ["p1", "p2", "p3", "p5"]

@@ -329,9 +329,9 @@ def inspect_probes(results: Any, dataset: Any = None, other: Any = None, *, a: s
 
     ``show``: "all" probes, "misses" (probes with a scored reason other than ``found`` in
     some run), or "differ" (two runs and a ``metric``: probes whose values differ, the
-    largest A - B first, then the largest B - A; ties in the order of A's rows). ``n``: at most n probes ("differ": n
-    each way). ``k`` / ``budget``: the cut (module docstring). ``max_hits``: hits listed
-    per run; the first gold hit is listed too when it ranks lower.
+    largest A - B first, then the largest B - A; ties in the order of A's rows). ``n``: at
+    most n probes ("differ": n each way). ``k`` / ``budget``: the cut (module docstring).
+    ``max_hits``: hits listed per run; the first gold hit is listed too when it ranks lower.
     """
     _check_cut(k, budget)
     if show not in SHOW:
@@ -547,7 +547,7 @@ class ProbeTable:
         if not _missing(head["answer"]):
             parts.append(f"<div><b>A:</b> {esc(str(head['answer']))}</div>")
         for g, text in zip(head["gold"], head["gold_text"]):
-            parts.append(f"<div class='gold'>gold {esc(g)}: {_fold(text)}</div>")
+            parts.append(f"<div class='gold' style='{_STYLES['gold']}'>gold {esc(g)}: {_fold(text)}</div>")
         for r in rows:
             parts.append(f"<div><b>{esc(self._run_line(r))}</b></div><table>"
                          "<tr><th>rank</th><th>id</th><th>score</th><th>tokens</th><th>text</th></tr>")
@@ -564,13 +564,18 @@ class ProbeTable:
                     classes.append("cut")
                 cut = cut or h["rank"] > r["kept"]
                 star = "★ " if h["gold"] else ""
-                parts.append(f"<tr class='{' '.join(classes)}'><td>{star}{h['rank']}</td><td>{esc(h['id'])}</td>"
+                style = ";".join(_STYLES[c] for c in classes)  # inline too: viewers that drop <style> keep it
+                parts.append(f"<tr class='{' '.join(classes)}' style='{style}'><td>{star}{h['rank']}</td>"
+                             f"<td>{esc(h['id'])}</td>"
                              f"<td>{_fmt(h['score'])}</td><td>{'' if h['tokens'] is None else h['tokens']}</td>"
                              f"<td>{_fold(h['text'])}</td></tr>")
                 previous = h["rank"]
             parts.append("</table>")
         parts.append("</div>")
         return "".join(parts)
+
+
+_STYLES = {"gold": "background:#fff1a8;font-weight:bold", "out": "color:#888", "cut": "border-top:2px dashed #c00"}
 
 
 def _between(previous: int, rank: int, kept: int, cut: bool) -> list[tuple[bool, str]]:

@@ -167,7 +167,8 @@ def test_text_marks_left_out_ranks_and_the_cut(runs, travel):
     assert lines[-4:-1] == ["     ...", "     -- cut (k=2) --", "     ..."]      # rank 2 kept, 3 cut: both left out
     assert lines[-1].startswith("  *  4. t5            2.018   26 tok  Lin: Quiet, definitely.")
     assert "<tr class='out'><td colspan='5'>…</td></tr><tr class='out'><td colspan='5'>…</td></tr>" \
-        "<tr class='gold out cut'><td>★ 4</td>" in table._repr_html_()
+        "<tr class='gold out cut' style='background:#fff1a8;font-weight:bold;color:#888;border-top:2px dashed #c00'>" \
+        "<td>★ 4</td>" in table._repr_html_()
 
 
 def test_show_misses_and_differ(runs, travel):
@@ -197,7 +198,7 @@ def test_text_and_html_rendering(runs, travel):
         max(len(line) for line in text.splitlines())
     page = table._repr_html_()
     assert page.count("<div class='mlpt'>") == 2                  # one block per probe
-    assert "<tr class='gold'><td>★ 1</td><td>t35</td>" in page    # gold highlighted
+    assert "<tr class='gold' style='background:#fff1a8;font-weight:bold'><td>★ 1</td><td>t35</td>" in page
     assert "<details><summary>Advisor: El Nido and Port Barton" in page
     assert "Let&#x27;s" in page or "let&#x27;s" in page            # escaped
     empty = inspect_probes(runs["bm25"].iloc[[3]], travel, show="misses")   # p4: found
@@ -336,3 +337,18 @@ def test_readme_show_block_matches_a_rerun(tmp_path, monkeypatch, capsys):
         capsys.readouterr()
         assert main(args) == 0
     assert capsys.readouterr().out == shown
+
+
+# -- the stored notebook ---------------------------------------------------------------------------
+
+def test_the_stored_error_analysis_notebook_renders_the_inspector():
+    import nbformat
+
+    nb = nbformat.read(REPO / "notebooks" / "09_error_analysis.ipynb", as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert outputs and not [o for o in outputs if o.output_type == "error"]
+    pages = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert sum("<div class='mlpt'>" in p and "★" in p and "<details>" in p for p in pages) == 2  # one per pair
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "Dataset(name='locomo'" in printed and " · hit_rate@5 hybrid_plus - bm25_plus = " in printed

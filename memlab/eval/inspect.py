@@ -30,6 +30,9 @@ over the same probes. ``miss_counts`` counts the reasons by category or question
 ``question_type(query)`` is the question's form: the first of its words that is one of
 what / when / where / who / which / why / how (``whom`` and ``whose`` count as who), else
 ``yes/no`` when it opens with an auxiliary verb (is, did, would, ...), else ``other``.
+A question with Chinese characters is read by the first of these markers it contains:
+为什么 why; 什么时候, 何时, 哪年, 哪天 when; 哪里, 哪儿 where; 谁 who; 哪 which;
+怎么, 如何, 多少, 几 how; 什么 what; 吗 yes/no; else ``other``.
 
 The inspector
 -------------
@@ -69,9 +72,18 @@ _ROW_COLUMNS = ("gold", "retrieved_ids")
 _CARRIED = ("retrieved_ids", "retrieved_source_ids", "retrieved_scores", "retrieved_tokens", "context_ids")
 
 
+_CHINESE = (("为什么", "why"), ("什么时候", "when"), ("何时", "when"), ("哪年", "when"), ("哪天", "when"),
+            ("哪里", "where"), ("哪儿", "where"), ("谁", "who"), ("哪", "which"), ("怎么", "how"), ("如何", "how"),
+            ("多少", "how"), ("几", "how"), ("什么", "what"), ("吗", "yes/no"))
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
 def question_type(query: Any) -> str:
     """The question's form (module docstring): a wh-word, ``yes/no`` or ``other``."""
-    words = [w.lower() for w in _WORD.findall(str(query or ""))]
+    text = str(query or "")
+    if _HAN.search(text):
+        return next((kind for marker, kind in _CHINESE if marker in text), "other")
+    words = [w.lower() for w in _WORD.findall(text)]
     for w in words:
         if w in _WH:
             return _WH[w]

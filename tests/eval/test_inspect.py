@@ -115,6 +115,8 @@ def test_question_type():
         "When did Caroline go to the support group?", "Would Melanie go on another roadtrip?",
         "Which city does the user work in?", "And whose dog is it?", "Name the user's cat.", None)] == \
         ["when", "yes/no", "which", "who", "other", "other"]
+    assert [question_type(q) for q in ("用户戒咖啡之前早上喝什么？", "用户什么时候搬家的？", "猫叫什么名字吗", "你好。")] == \
+        ["what", "when", "what", "other"]
 
 
 def test_cutoff_of():

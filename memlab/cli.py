@@ -4,6 +4,7 @@
                 [--budget TOKENS ...] [--json] [--progress | --quiet]
     memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--fresh] [--progress | --quiet]
     memlab compare RESULTS [RESULTS ...] --metric M [--a LABEL --b LABEL] [--json]
+                   [--show N [--dataset FILE]]
     memlab strategies [--import FILE.py ...]
     memlab --version
 
@@ -82,6 +83,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     c.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap / permutation resamples")
     c.add_argument("--seed", type=int, default=0, help="random seed of the resampling (default 0)")
+    c.add_argument("--show", type=int, default=0, metavar="N",
+                   help="then the N probes where A beats B most and the N where B beats A most")
+    c.add_argument("--dataset", default=None,
+                   help="the dataset the results were run on: --show prints its turns' text")
     st = sub.add_parser("strategies", help="list the registered strategies")
     st.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE.py",
                     help="a Python file that registers strategies: they are listed too, with their "
@@ -282,8 +287,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .eval.compare_results import run_compare
 
+    if args.show < 0:
+        raise _UsageError(f"memlab compare: --show must be >= 0, got {args.show}")
     output = run_compare(args.results, args.metric, a=args.a, b=args.b, n_resamples=args.n_resamples,
-                         seed=args.seed, as_json=args.json)
+                         seed=args.seed, as_json=args.json, show=args.show, dataset=args.dataset)
     print(output)
     return 0
 

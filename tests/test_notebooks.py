@@ -50,6 +50,8 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
                                         "layered_lifecycle": ("layered_lifecycle", {})},
                            "variants": {"no lifecycle": {"consolidate_every": None, "summarize_every": None},
                                         "full lifecycle": {}}},
+    # one LoCoMo conversation (common), 40 of its questions: hybrid_plus embeds them with e5
+    "09_error_analysis.ipynb": {"max_probes": 40},
     "04_decay.ipynb": {"time_units": [86400.0], "strength_growths": [0.0, 1.0], "decay_weights": [0.0, 0.2],
                        "multiplicative_time_units": [86400.0, 3.15e9],
                        "forget_thresholds": [0.0, 0.1]},

@@ -119,8 +119,13 @@ def check_paired_values(df: pd.DataFrame, names: Sequence[str], metric: str) -> 
 
 
 def run_compare(paths: Sequence[str], metric: str, a: str | None = None, b: str | None = None,
-                n_resamples: int = 10_000, seed: int = 0, as_json: bool = False) -> str:
-    """What ``memlab compare`` prints: one JSON object, or readable text."""
+                n_resamples: int = 10_000, seed: int = 0, as_json: bool = False, show: int = 0,
+                dataset: str | None = None) -> str:
+    """What ``memlab compare`` prints: one JSON object, or readable text.
+
+    ``show`` > 0 (two strategies): then the ``show`` probes where A beats B most and the
+    ``show`` where B beats A most (``shown_probes``); ``dataset`` gives their turns' text.
+    """
     if (a is None) != (b is None):
         raise MemlabError("memlab compare: give both --a and --b, or neither")
     df = load_labelled(paths, metric)
@@ -146,12 +151,18 @@ def run_compare(paths: Sequence[str], metric: str, a: str | None = None, b: str 
         out = {"metric": metric, "a": r.a, "b": r.b, "mean_a": r.mean_a, "mean_b": r.mean_b, "diff": r.diff,
                "ci": [r.ci_low, r.ci_high], "p_value": r.p_value, "n_probes": r.n_probes,
                "n_dialogues": r.n_dialogues, "wins": r.wins, "ties": r.ties, "losses": r.losses}
+        shown = shown_probes(df, names[0], names[1], metric, show, dataset) if show else None
         if as_json:
+            if shown is not None:
+                out["shown"] = shown[0]
             return json.dumps(_clean(out))
         return (f"{metric}: {r.a} {r.mean_a:.4f} vs {r.b} {r.mean_b:.4f}; diff {r.diff:+.4f} "
                 f"(95% CI {r.ci_low:+.4f} to {r.ci_high:+.4f}, p = {r.p_value:.4g}; paired over "
                 f"{r.n_probes} probes, clustered by {r.n_dialogues} dialogues; "
-                f"{r.wins} wins / {r.ties} ties / {r.losses} losses)")
+                f"{r.wins} wins / {r.ties} ties / {r.losses} losses)") + (f"\n\n{shown[1]}" if shown else "")
+    if show:
+        raise MemlabError(f"memlab compare: --show needs two strategies, the results hold {len(names)}; "
+                          f"pick two with --a and --b")
     table = pairwise(df, metric, names, n_resamples=n_resamples, seed=seed)
     if as_json:
         pairs = [{**{k: row[k] for k in ("a", "b", "mean_a", "mean_b", "diff")}, "ci": [row["ci_low"], row["ci_high"]],
@@ -160,6 +171,23 @@ def run_compare(paths: Sequence[str], metric: str, a: str | None = None, b: str 
         return json.dumps(_clean({"metric": metric, "pairs": pairs}))
     return (f"{metric}: every pair, paired by probe, clustered by dialogue; p_holm corrects for "
             f"{len(table)} comparisons\n" + to_markdown(table.drop(columns=["metric"])))
+
+
+def shown_probes(df: pd.DataFrame, a: str, b: str, metric: str, n: int,
+                 dataset: str | None = None) -> tuple[dict[str, Any], str]:
+    """The ``n`` probes where ``a`` beats ``b`` most on ``metric`` and the ``n`` where ``b``
+    beats ``a`` most (``memlab.eval.inspect``, hits cut as the metric cuts them), as JSON
+    (``{"a_better": [...], "b_better": [...]}``) and as text."""
+    from .inspect import cutoff_of, inspect_probes
+
+    k, budget = cutoff_of(metric)
+    table = inspect_probes(df, dataset, a=a, b=b, show="differ", metric=metric, n=n, k=k, budget=budget)
+    records = table.records()
+    as_json = {"a_better": [p for p in records if p["diff"] > 0], "b_better": [p for p in records if p["diff"] < 0]}
+    head = (f"Largest differences: {len(as_json['a_better'])} probe(s) where {a} beats {b} most, then "
+            f"{len(as_json['b_better'])} where {b} beats {a} most (* marks a gold hit"
+            + ("" if dataset else "; --dataset FILE adds the turns' text") + "):")
+    return as_json, f"{head}\n\n{table.to_text()}"
 
 
 def _clean(value: Any) -> Any:
@@ -174,4 +202,4 @@ def _clean(value: Any) -> Any:
     return value
 
 
-__all__ = ["check_paired_values", "check_same_probes", "load_labelled", "run_compare"]
+__all__ = ["check_paired_values", "check_same_probes", "load_labelled", "run_compare", "shown_probes"]

@@ -27,7 +27,6 @@ row. Return NaN for a probe the metric does not score (means skip it).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -288,6 +287,3 @@ def nan_reason(column: str) -> str:
     parsed = parse_column(column)
     return parsed.metric.unscored if parsed is not None else "no probe has a value"
 
-
-def is_nan(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))

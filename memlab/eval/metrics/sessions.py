@@ -27,7 +27,12 @@ first hit. With R_k its first k sessions (all of them when fewer) and G = |G_s|:
   once per retrieved turn of it) and its discount is rel_1 + sum_{i>=2} rel_i / log2(i).
 
 k counts distinct sessions, not items: session_hit_rate@5 may read far more than five
-items when the first ones share sessions (LongMemEval's "effective k").
+items when the first ones share sessions (LongMemEval's "effective k"). One difference
+from LongMemEval's turn-level runs: its ``run_retrieval.py`` renames the turns of an answer
+session that hold no answer to a ``noans_`` session, so its turn-to-session mapping counts
+such a session twice (once gold, once not) when both kinds of its turns are retrieved;
+memlab maps every turn to its one session. With that renaming left out, the values are
+LongMemEval's (checked in ``tests/eval/test_metrics_longmemeval_check.py``).
 
 Token-matched versions
 ----------------------

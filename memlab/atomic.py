@@ -23,7 +23,7 @@ import tempfile
 import threading
 from typing import IO, Iterator
 
-__all__ = ["atomic_files", "atomic_write", "atomic_write_text", "atomic_write_bytes"]
+__all__ = ["atomic_files", "atomic_write", "atomic_write_text", "atomic_write_bytes", "current_umask", "output_mode"]
 
 # (temporary file, target) pairs waiting for the end of an ``atomic_files`` block
 _pending: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar("_pending", default=None)

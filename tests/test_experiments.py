@@ -270,3 +270,13 @@ def test_next_turn_sweep_labels_and_compare_through_the_cli(next_turn: ModuleTyp
     toml = (EXPERIMENTS / "next_turn.toml").read_text(encoding="utf-8")
     for text in (readme, toml):
         assert '--a "bm25 k1=1.5" --b "bm25_next_turn k1=1.5"' in text
+
+
+def test_sweep_labels_name_the_grid_point_in_grid_order() -> None:
+    from memlab.eval.sweep import configure
+
+    points = configure({"name": "bm25"}, {"retriever__k1": [1.5], "retriever__b": [0.5, 0.75]}, "bm25")
+    assert [label for _, _, label, _ in points] == ["bm25 retriever__k1=1.5 retriever__b=0.5",
+                                                    "bm25 retriever__k1=1.5 retriever__b=0.75"]
+    readme = (EXPERIMENTS / "README.md").read_text(encoding="utf-8")
+    assert "`bm25 retriever__k1=1.5`" in readme

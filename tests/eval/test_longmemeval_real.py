@@ -182,6 +182,8 @@ def test_streamed_replay_equals_a_full_load(tmp_path, oracle_q, s_q):
     assert streamed.hash == ds.hash and len(streamed) == 5 and streamed.n_probes == 5
     assert streamed.report.counts() == ds.report.counts()
     assert a.drop(columns=["latency_ms"]).equals(b.drop(columns=["latency_ms"]))
+    two = replay_stream(get("bm25_plus"), open_dataset(path), ks=(1, 5), budgets=(512,), provenance={}, n_jobs=2)
+    assert two.drop(columns=["latency_ms"]).equals(b.drop(columns=["latency_ms"]))
     one = open_dataset(path).subset(categories=["temporal-reasoning"])
     assert set(replay_stream(get("bm25"), one)["category"]) == {"temporal-reasoning"}
     with pytest.raises(DatasetError, match=r"unknown categories \['typo'\]"):

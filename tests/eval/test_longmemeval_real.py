@@ -239,3 +239,21 @@ def test_the_readme_command_runs_as_written_on_a_slice(tmp_path, s_q):
     for name in ("session_hit_rate@5", "session_recall_all@5", "recall@5", "hit_rate@5"):
         assert 0 <= result[name] <= 1 and len(result["ci"][name]) == 2
     assert result["dataset_report"]["counts"]["duplicate_session_dropped"] == 2
+
+
+def test_session_dates_reach_contextual_indexing_and_decay(tmp_path, oracle_q):
+    from memlab.retrieval.contextual import format_date
+
+    ds = load_dataset(str(write(tmp_path, "o.json", oracle_q[:2])))
+    d = ds.dialogues[0]
+    strategy = get("bm25_plus")
+    for t in d.turns():
+        strategy.observe(t.to_record(d.id))
+    for s in d.sessions:
+        for t in s.turns:
+            # turn i of a session is said at the session's date + i seconds: the date line is the session's
+            assert strategy.retriever.index_text(t.id).splitlines()[-1] == format_date(s.timestamp)
+            assert t.to_record().timestamp - s.timestamp < 60
+    decayed = get("hybrid_decay", embedder="hashing")
+    rows = replay(decayed, ds, ks=(5,))
+    assert rows["recall@5"].notna().all()

@@ -182,6 +182,8 @@ def test_streamed_replay_equals_a_full_load(tmp_path, oracle_q, s_q):
     assert streamed.hash == ds.hash and len(streamed) == 5 and streamed.n_probes == 5
     assert streamed.report.counts() == ds.report.counts()
     assert a.drop(columns=["latency_ms"]).equals(b.drop(columns=["latency_ms"]))
+    two = replay_stream(get("bm25_plus"), open_dataset(path), ks=(1, 5), budgets=(512,), provenance={}, n_jobs=2)
+    assert two.drop(columns=["latency_ms"]).equals(b.drop(columns=["latency_ms"]))
     one = open_dataset(path).subset(categories=["temporal-reasoning"])
     assert set(replay_stream(get("bm25"), one)["category"]) == {"temporal-reasoning"}
     with pytest.raises(DatasetError, match=r"unknown categories \['typo'\]"):
@@ -237,3 +239,21 @@ def test_the_readme_command_runs_as_written_on_a_slice(tmp_path, s_q):
     for name in ("session_hit_rate@5", "session_recall_all@5", "recall@5", "hit_rate@5"):
         assert 0 <= result[name] <= 1 and len(result["ci"][name]) == 2
     assert result["dataset_report"]["counts"]["duplicate_session_dropped"] == 2
+
+
+def test_session_dates_reach_contextual_indexing_and_decay(tmp_path, oracle_q):
+    from memlab.retrieval.contextual import format_date
+
+    ds = load_dataset(str(write(tmp_path, "o.json", oracle_q[:2])))
+    d = ds.dialogues[0]
+    strategy = get("bm25_plus")
+    for t in d.turns():
+        strategy.observe(t.to_record(d.id))
+    for s in d.sessions:
+        for t in s.turns:
+            # turn i of a session is said at the session's date + i seconds: the date line is the session's
+            assert strategy.retriever.index_text(t.id).splitlines()[-1] == format_date(s.timestamp)
+            assert t.to_record().timestamp - s.timestamp < 60
+    decayed = get("hybrid_decay", embedder="hashing")
+    rows = replay(decayed, ds, ks=(5,))
+    assert rows["recall@5"].notna().all()

@@ -23,9 +23,10 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from .base import Component, Warmable
+from .base import Component, ConfigError, Warmable
+from .capabilities import Capabilities, any_part
 from .filters import Where
 from .records import Hit, MemoryRecord
 
@@ -60,6 +61,24 @@ class Strategy(Component):
     #: harness then calls ``see_probe(probe)`` before asking each probe. A real memory
     #: never sees the gold, so the default is False and ``see_probe`` is never called.
     uses_gold: bool = False
+
+    #: Parameters read only when asked, never by ``observe`` (``Capabilities.query_time_params``);
+    #: a strategy declaring some switches them with ``set_query_params``.
+    query_time_params: ClassVar[frozenset[str]] = frozenset()
+
+    def capabilities(self) -> Capabilities:
+        """What this strategy declares: its ``query_time_params`` and ``uses_gold``, and whether
+        any component of its configuration is stochastic or changes state when searched
+        (``memlab.capabilities``). The harness, sweeps and ``memlab.testing`` read this."""
+        parts = any_part(self.components())
+        return Capabilities(query_time_params=type(self).query_time_params,
+                            uses_gold=bool(self.uses_gold), stochastic=parts.stochastic,
+                            search_changes_state=parts.search_changes_state)
+
+    def set_query_params(self, **params: Any) -> None:
+        """Switch query-time parameters keeping what was observed; a strategy declaring
+        ``query_time_params`` implements it."""
+        raise ConfigError(f"{type(self).__name__} declares no query-time parameters, got {sorted(params)}")
 
     def see_probe(self, probe: Any) -> None:
         """Be shown the probe about to be asked (gold evidence included); only if ``uses_gold``."""

@@ -35,11 +35,13 @@ stays, and counts in ``token_count``.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 import warnings
 from typing import Any
 
 from ..base import MemlabError, Param
+from ..capabilities import Capabilities
 from ..blocks.chat_history import KEEP_RATE
 from ..embeddings.base import Embedder
 from ..records import Hit, MemoryRecord, Role
@@ -322,6 +324,12 @@ class CamelLongtermStrategy(_CamelStrategy):
         self.embedder = embedder
         self.token_counter = token_counter
         self._on_params_changed()
+
+    def capabilities(self) -> Capabilities:
+        """Asking writes the question into CAMEL's memory (qdrant included) and takes it out
+        again, and a second asking does not always answer as the first (``check_strategy``
+        finds it): declared as a search that changes state."""
+        return dataclasses.replace(super().capabilities(), search_changes_state=True)
 
     def _embedder(self) -> Embedder:
         if self.embedder is not None:

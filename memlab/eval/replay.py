@@ -327,14 +327,16 @@ def _frame(rows: list[dict[str, Any]], strategy: Strategy, dataset: Dataset, lab
 
 
 def shares_observation(strategy: Strategy) -> frozenset[str]:
-    """The strategy's ``query_time_params`` (validated), or an empty set.
+    """The strategy's declared ``query_time_params`` (``capabilities()``, validated), or an
+    empty set (also for a strategy that reads gold or whose asking changes state).
 
     A strategy may declare ``query_time_params``: parameters read only by ``retrieve`` and
     ``build_context``, never by ``observe``, on a strategy whose asking changes no state
     (no reinforcement, no forgetting, no LLM call), with a ``set_query_params(**params)``
     that switches them keeping what was observed. ``replay_variants`` relies on it.
     """
-    declared = getattr(type(strategy), "query_time_params", frozenset())
+    caps = strategy.capabilities()
+    declared = caps.query_time_params
     if not declared:
         return frozenset()
     names = set(type(strategy)._param_names())
@@ -342,7 +344,7 @@ def shares_observation(strategy: Strategy) -> frozenset[str]:
             or not callable(getattr(strategy, "set_query_params", None)):
         raise MemlabError(f"{type(strategy).__name__}.query_time_params must be a set of its parameters "
                           f"({sorted(names)}) with a set_query_params method, got {declared!r}")
-    return frozenset(declared) if not strategy.uses_gold else frozenset()
+    return frozenset(declared) if not caps.uses_gold and caps.asking_changes_nothing else frozenset()
 
 
 def replay_variants(variants: Sequence[tuple[Strategy, str | None]], dataset: Dataset, *, k_max: int = 10,

@@ -34,7 +34,7 @@ from .capabilities import capabilities_of
 from .embeddings.base import Embedder
 from .records import MemoryRecord, Role
 from .retrieval.base import Retriever
-from .strategies.base import Context, Strategy
+from .strategy import Context, Strategy
 from .tokens import TokenCounter
 
 

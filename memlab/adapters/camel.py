@@ -46,7 +46,7 @@ from ..blocks.chat_history import KEEP_RATE
 from ..embeddings.base import Embedder
 from ..records import Hit, MemoryRecord, Role
 from ..filters import Where, filter_view, matches
-from ..strategies.base import Context, Strategy
+from ..strategy import Context, Strategy
 from ..strategies.retrieval import source_ids
 from ..tokens import TiktokenCounter, TokenCounter
 

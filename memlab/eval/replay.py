@@ -43,7 +43,7 @@ import pandas as pd
 
 from ..base import Component, MemlabError
 from ..secrets import MASK, Secret
-from ..strategies.base import Strategy
+from ..strategy import Strategy
 from .dataset import Dataset, Dialogue
 from .lifecycle import add_stale_metrics
 from ..llm.base import LLMError

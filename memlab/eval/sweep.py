@@ -48,7 +48,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from ..base import ConfigError, MemlabError
-from ..strategies.base import Strategy
+from ..strategy import Strategy
 from ..strategies.spec import build_strategy
 from .cells import CellStore
 from .dataset import Dataset

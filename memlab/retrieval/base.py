@@ -7,7 +7,7 @@ Contract of ``search(query, k, *, where, now)``:
   moves it to the end, like an upsert into a vector store);
 - ``hit.components[retriever.name] == {"score": s, "rank": r}`` (wrappers keep the
   components of the retriever they wrap and add their own);
-- ``where`` is a filter (see ``memlab.retrieval.filters``) evaluated against
+- ``where`` is a filter (see ``memlab.filters``) evaluated against
   ``filter_view(record)``: scalar metadata plus ``role``, ``agent_id``, ``timestamp``
   and ``id``, the built-ins winning; the same meaning on every retriever;
 - an empty index, an empty query, or ``k == 0`` give ``[]``, never an exception.

@@ -52,7 +52,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from ..base import Component, MemlabError, Param, Resource
 from ..embeddings.base import Embedder
 from ..filters import matches, to_chroma_where, validate_where
-from .sqlite import BUSY_TIMEOUT_S
+from ..sqlite import BUSY_TIMEOUT_S
 from .vector import VectorStore, check_add_args
 
 SEQ_KEY = "memlab:seq"

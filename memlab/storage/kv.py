@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Component, MemlabError, Param
-from .sqlite import connect
+from ..sqlite import connect
 
 
 class KeyValueStore(Component):

@@ -16,52 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import ConfigError
-from ..embeddings.base import Embedder
-from .base import registry
+from ..embeddings.named import EMBEDDERS, default_cache_path, make_embedder  # noqa: F401 (public here too)
+from ..offline.named import make_llm  # noqa: F401 (public here too)
+from .registry import registry
 from .memory import LongtermStrategy, WindowStrategy
 from .retrieval import RetrievalStrategy
-
-EMBEDDERS = ("hashing", "minilm", "e5")
-
-
-def default_cache_path() -> str:
-    """Where named semantic embedders keep their vectors: ``$MEMLAB_CACHE_DIR`` or ~/.cache/memlab."""
-    import os
-    from pathlib import Path
-
-    root = os.environ.get("MEMLAB_CACHE_DIR") or str(Path.home() / ".cache" / "memlab")
-    return str(Path(root) / "embeddings.sqlite3")
-
-
-def make_embedder(embedder: str | Embedder | None) -> Embedder:
-    """An embedder by name; semantic ones are wrapped in a content-addressed cache.
-
-    The cache is a SQLite file shared by every clone, sweep point, worker process and run,
-    keyed by the model's identity and the text, so a sweep over parameters that do not
-    change the embeddings (keep_rate, fusion weights, budgets) embeds each text once.
-    """
-    from ..embeddings.cache import CachedEmbedder
-    from ..embeddings.hashing import HashingEmbedder
-
-    if isinstance(embedder, Embedder):
-        return embedder
-    if embedder in (None, "hashing"):
-        return HashingEmbedder()
-    if embedder == "minilm":
-        from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
-
-        return CachedEmbedder(SentenceTransformerEmbedder(), path=default_cache_path())
-    if embedder == "e5":
-        from ..embeddings.e5 import E5Embedder
-
-        return CachedEmbedder(E5Embedder(), path=default_cache_path())
-    if isinstance(embedder, str) and embedder.startswith("st:") and len(embedder) > 3:
-        from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
-
-        return CachedEmbedder(SentenceTransformerEmbedder(embedder[3:]), path=default_cache_path())
-    raise ConfigError(f"embedder must be one of {', '.join(EMBEDDERS)}, 'st:<model name or folder>' or an "
-                      f"Embedder, got {embedder!r}")
-
 
 def _retriever(kind: str, embedder: Any = "hashing", weights: list[float] | None = None,
                fusion: str = "rrf"):
@@ -314,26 +273,6 @@ def layered_lifecycle(llm: Any = None, max_turns: int | None = 10, keep_recent: 
         update_step=LifecycleUpdate(summarize_every=summarize_every, consolidate_every=consolidate_every,
                                     merger=merger, abstractor=abstractor),
         llm=model)
-
-
-def make_llm(llm: Any):
-    """An LLM by name: None, "offline", "openai", or an LLM instance."""
-    from ..llm.base import LLM
-
-    if llm is None or isinstance(llm, LLM):
-        return llm
-    if llm == "offline":
-        from ..llm.offline import OfflineLLM
-
-        return OfflineLLM()
-    if llm == "openai":
-        from pathlib import Path
-
-        from ..llm.cache import ResponseCache
-        from ..llm.openai_chat import OpenAIChat
-
-        return OpenAIChat(cache=ResponseCache(str(Path(default_cache_path()).with_name("responses.sqlite3"))))
-    raise ConfigError(f"llm must be None, 'offline', 'openai' or an LLM, got {llm!r}")
 
 
 def get(name: str, **params: Any):

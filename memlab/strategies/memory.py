@@ -22,7 +22,7 @@ from ..filters import Where, filter_view, matches
 from ..retrieval.base import Retriever
 from ..storage.vector import VectorStore
 from ..tokens import TokenCounter
-from .base import Context, Strategy
+from ..strategy import Context, Strategy
 from .history_budget import HistoryBudget, is_plain
 from .retrieval import source_ids
 

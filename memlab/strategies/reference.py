@@ -26,9 +26,10 @@ from typing import Any
 
 from ..base import Param
 from ..records import Hit, MemoryRecord
-from ..retrieval.filters import Where, filter_view, matches
+from ..filters import Where, filter_view, matches
 from ..tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter
-from .base import Context, Strategy, registry
+from ..strategy import Context, Strategy
+from .registry import registry
 
 
 def _counter(counter: TokenCounter | None) -> TokenCounter:

@@ -26,7 +26,7 @@ from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
 from ..filters import Where
 from ..tokens import TiktokenCounter, TokenCounter
-from .base import Context, Strategy
+from ..strategy import Context, Strategy
 
 
 class RetrievalStrategy(Strategy):

@@ -24,7 +24,8 @@ import inspect
 from typing import Any, Mapping
 
 from ..base import Component, ConfigError, did_you_mean
-from .base import Strategy, registry
+from ..strategy import Strategy
+from .registry import registry
 
 
 def build(spec: Any) -> Any:

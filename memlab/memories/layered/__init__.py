@@ -3,7 +3,7 @@ in SQLite + a vector store, and a working-memory pipeline joining them; lifecycl
 (merging, abstraction, periodic summaries, gists) in ``merge``, ``abstraction``,
 ``lifecycle`` and ``gist``."""
 
-from .extraction import ExtractedMemory, Extractor, LLMExtractor, RuleBasedExtractor
+from ...extraction import ExtractedMemory, Extractor, LLMExtractor, RuleBasedExtractor
 from .abstraction import AbstractionRetrieve, Abstractor, LLMAbstractor
 from .gist import FirstSentenceGist, GistFilter, LLMGist
 from .layered import LayeredMemory
@@ -11,7 +11,7 @@ from .lifecycle import LifecycleUpdate
 from .long_term import LongTermMemory, RepairReport
 from .merge import LLMMerger, Merger
 from .short_term import ShortTermMemory
-from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from ...summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .working import (
                       CONFLICT_INSTRUCTION,
                       Answer,

@@ -40,7 +40,7 @@ class LayeredMemory(Strategy):
     - ``build_context(query)``: retrieve -> ``filter_step`` -> ``load_step``; the context is
       what the memory contributes (the selected memories, the short-term summary and turns,
       and a system prompt only when ``Load(system_prompt=...)`` sets one), never the
-      question, like every strategy's (``memlab.strategies.base.Context``). The selected
+      question, like every strategy's (``memlab.strategy.Context``). The selected
       memories are reinforced (recalled at ``now``).
     - ``respond(message)``: the full agent loop: build the context, ``answer_step`` (if
       configured) on the agent prompt (``last_state.messages``: system prompt, context,

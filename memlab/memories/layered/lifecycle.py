@@ -24,7 +24,7 @@ from ...base import Param
 from ...records import MemoryRecord
 from .abstraction import Abstractor
 from .merge import Merger
-from .summarize import pieces_sources, pieces_text
+from ...summarize import pieces_sources, pieces_text
 from .working import Layers, Update, _session
 
 SUMMARY_SUBJECT = "short-term summary"

@@ -280,7 +280,7 @@ class Load(Step):
     """Assemble the memory's context and the agent prompt around it.
 
     ``state.context`` (what ``LayeredMemory.build_context`` returns, see
-    ``memlab.strategies.base.Context``) holds what the memory contributes, in order:
+    ``memlab.strategy.Context``) holds what the memory contributes, in order:
     ``system_prompt`` when one is given, the selected memories as one marked system message
     (``MEMORY_HEADER``, one ``- [date] content`` line each, oldest first; the date is the
     memory's UTC day when ``include_dates``), and the short-term messages (summary and

@@ -53,6 +53,26 @@ class Context:
     record_ids: list[str] = field(default_factory=list)
     source_ids: list[str] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, memories: Sequence[MemoryRecord], counter: Any,
+           messages: Sequence[dict[str, Any]] | None = None) -> Context:
+        """The context of ``memories``, the one way every strategy builds it: ``messages``
+        (default: each memory as its own chat message, ``to_openai()``), ``token_count =
+        counter.count_messages(messages)`` (0 when empty), ``record_ids`` the memories' ids in
+        order and ``source_ids`` the turns they stand for, each once, in order."""
+        shown = [r.to_openai() for r in memories] if messages is None else list(messages)
+        return cls(messages=shown, token_count=int(counter.count_messages(shown)) if shown else 0,
+                   record_ids=[r.id for r in memories], source_ids=source_ids(memories))
+
+
+def source_ids(records: Sequence[MemoryRecord]) -> list[str]:
+    """The dialogue turns a list of memories stands for, each once, in order."""
+    seen: dict[str, None] = {}
+    for r in records:
+        for s in r.source_ids:
+            seen.setdefault(s, None)
+    return list(seen)
+
 
 class Strategy(Component):
     """Base class for memory strategies. Constructor arguments are the whole configuration."""

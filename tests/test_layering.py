@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memlab"
 LAYERS: list[tuple[str, ...]] = [
     ("memlab", "memlab._lazy", "memlab.atomic", "memlab.base", "memlab.records", "memlab.tokens",
      "memlab.text", "memlab.filters", "memlab.strategy", "memlab.context", "memlab.sqlite",
-     "memlab.capabilities"),
+     "memlab.capabilities", "memlab.classpath", "memlab.httpserve"),
     ("memlab.storage", "memlab.embeddings"),
     ("memlab.retrieval", "memlab.decay", "memlab.llm", "memlab.extraction", "memlab.summarize"),
     ("memlab.blocks", "memlab.offline"),  # offline stand-ins sit above what they imitate

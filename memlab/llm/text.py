@@ -3,16 +3,4 @@
 
 from __future__ import annotations
 
-from ..text import (  # noqa: F401
-    STOPWORDS,
-    cut_words,
-    first_sentence,
-    merge_sentences,
-    overlap,
-    recurring_terms,
-    recurring_topic,
-    sentences,
-    stem,
-    terms,
-    unique,
-)
+from ..text import *  # noqa: F401,F403

@@ -18,8 +18,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
+
+from ..httpserve import LocalServer
 
 ChatHandler = Callable[[dict[str, Any]], str]
 EmbedHandler = Callable[[list[str], dict[str, Any]], list[list[float]]]
@@ -101,7 +103,7 @@ def _encode(vector: list[float], body: dict[str, Any]) -> Any:
     return vector
 
 
-class LoopbackServer:
+class LoopbackServer(LocalServer):
     """Serve OpenAI-compatible answers on a free loopback port, in a background thread."""
 
     def __init__(self, chat: ChatHandler = echo_chat, embed: EmbedHandler = hashing_embeddings,
@@ -112,11 +114,9 @@ class LoopbackServer:
         self.requests: list[dict[str, Any]] = []
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------
-    def start(self) -> "LoopbackServer":
+    def _bind(self) -> tuple[tuple[str, int], Any]:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -176,30 +176,11 @@ class LoopbackServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> "LoopbackServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        return ("127.0.0.1", 0), Handler
 
     @property
     def base_url(self) -> str:
-        if self._httpd is None:
-            raise RuntimeError("LoopbackServer is not started")
-        host, port = self._httpd.server_address[:2]
-        host = host.decode() if isinstance(host, bytes) else host
+        host, port = self._address()
         return f"http://{host}:{port}/v1"
 
     # -- scripting ------------------------------------------------------------------

@@ -24,7 +24,6 @@ from ..storage.vector import VectorStore
 from ..tokens import TokenCounter
 from ..strategy import Context, Strategy
 from .history_budget import HistoryBudget, is_plain
-from .retrieval import source_ids
 
 
 def _hits(records: list[ContextRecord], k: int) -> list[Hit]:
@@ -53,13 +52,7 @@ def _set_query_params(strategy: Strategy, params: dict[str, Any], apply: Callabl
 
 
 def _context(creator: ScoreBasedContextCreator, records: list[ContextRecord]) -> Context:
-    return _context_of([c.memory_record for c in creator.select(records)], creator.counter)
-
-
-def _context_of(memories: list[MemoryRecord], counter: TokenCounter) -> Context:
-    messages = [r.to_openai() for r in memories]
-    return Context(messages=messages, token_count=counter.count_messages(messages) if messages else 0,
-                   record_ids=[r.id for r in memories], source_ids=source_ids(memories))
+    return Context.of([c.memory_record for c in creator.select(records)], creator.counter)
 
 
 class WindowStrategy(Strategy):
@@ -294,7 +287,7 @@ class LongtermStrategy(Strategy):
                 if cand.score > float(self.keep_rate ** (n - 1 - j)):
                     raised[j] = cand.score
         kept = self._budget.select(history, self.keep_rate, self.token_limit, raised)
-        return _context_of([history[j] for j in kept], self._creator.counter)
+        return Context.of([history[j] for j in kept], self._creator.counter)
 
     def _position(self, history: list[MemoryRecord], id: str) -> int:
         index = self._position_index

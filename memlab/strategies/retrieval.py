@@ -26,7 +26,7 @@ from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
 from ..filters import Where
 from ..tokens import TiktokenCounter, TokenCounter
-from ..strategy import Context, Strategy
+from ..strategy import Context, Strategy, source_ids  # noqa: F401 (source_ids: still importable here)
 
 
 class RetrievalStrategy(Strategy):
@@ -229,13 +229,10 @@ class RetrievalStrategy(Strategy):
             system = MemoryRecord(Role.SYSTEM, self.system_prompt, id="__system__", timestamp=first - 1)
             records.insert(0, ContextRecord(system, 1.0, system.timestamp))
         kept = self._creator.select(records)
-        messages = [c.memory_record.to_openai() for c in kept]
         memories = [c.memory_record for c in kept if c.id != "__system__"]
         if self.reinforce == "used":
             self._reinforce([r.id for r in memories if r.id in recalled], self._now(now))
-        return Context(messages=messages,
-                       token_count=self._counter.count_messages(messages) if messages else 0,
-                       record_ids=[r.id for r in memories], source_ids=source_ids(memories))
+        return Context.of(memories, self._counter, messages=[c.memory_record.to_openai() for c in kept])
 
     # -- helpers ----------------------------------------------------------------------
     def _now(self, now: float | None) -> float | None:
@@ -250,11 +247,3 @@ def _copy_hit(hit: Hit) -> Hit:
     out.__dict__.update(hit.__dict__)
     return out
 
-
-def source_ids(records: list[MemoryRecord]) -> list[str]:
-    """The dialogue turns a list of memories stands for, each once, in order."""
-    seen: dict[str, None] = {}
-    for r in records:
-        for s in r.source_ids:
-            seen.setdefault(s, None)
-    return list(seen)

@@ -386,11 +386,7 @@ class Load(Step):
         context = configured + memory
         state.messages = ([{"role": "system", "content": agent}] if agent else []) + memory \
             + [{"role": "user", "content": state.question}]
-        record_ids = [h.id for h in state.selected] + [r.id for r in short]
-        sources = [s for h in state.selected for s in h.record.source_ids]
-        sources += [s for r in short for s in r.source_ids]
-        state.context = Context(messages=context, token_count=int(self._counter.count_messages(context)),
-                                record_ids=record_ids, source_ids=list(dict.fromkeys(sources)))
+        state.context = Context.of([h.record for h in state.selected] + short, self._counter, messages=context)
         state.trace.append(f"load: {len(context)} context message(s), {state.context.token_count} tokens{budget}")
         return state
 

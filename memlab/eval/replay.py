@@ -46,6 +46,7 @@ from ..secrets import MASK, Secret
 from ..strategy import Strategy
 from .dataset import Dataset, Dialogue
 from .lifecycle import add_stale_metrics
+from .rows import ANSWER_COLUMNS as _ANSWER_COLUMNS, ROW_COLUMNS as _ROW_COLUMNS
 from ..llm.base import LLMError
 from .metrics import compute_metrics, metric_columns
 from .workers import die_with_parent
@@ -412,18 +413,6 @@ def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int 
         if bar is not None:
             bar.close()
     return done
-
-
-_ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "stale_evidence",
-                "position", "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
-                "retrieved_tokens", "context_ids", "context_record_ids", "context_tokens", "store_size",
-                "llm_prompt_tokens",
-                "llm_completion_tokens", "llm_calls", "llm_cached_calls", "llm_format_errors", "latency_ms",
-                "error"]
-
-
-_ANSWER_COLUMNS = ["prediction", "answer_f1", "judge_correct", "answer_prompt_tokens",
-                   "answer_completion_tokens", "judge_tokens"]
 
 
 def strategy_label(strategy: Strategy) -> str:

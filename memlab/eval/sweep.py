@@ -282,7 +282,8 @@ def expected_columns(ks: Sequence[int], budgets: Sequence[int], grid: Mapping[st
     """The columns a sweep's results will have, known before the replay (for checking plots)."""
     from .metrics import (ANSWER_METRICS, BUDGET_METRICS, CONTEXT_METRICS, COST_COLUMNS, LIFECYCLE_METRICS,
                           RETRIEVAL_METRICS)
-    from .replay import _ROW_COLUMNS, PARAM_PREFIX, flat_params
+    from .replay import PARAM_PREFIX, flat_params
+    from .rows import ROW_COLUMNS as _ROW_COLUMNS
 
     columns = set(_ROW_COLUMNS) | {"strategy", "base_strategy", "strategy_class", "dataset", "dataset_hash",
                                    "n_gold", "memlab_version", "git_commit"}

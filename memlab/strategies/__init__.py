@@ -10,13 +10,14 @@ User code registers its own with ``@strategies.register("name")`` on a class or 
 
 from __future__ import annotations
 
+from ..embeddings.named import make_embedder
 from ..strategy import Context, Strategy
-from .registry import registry
-from .builtins import get, make_embedder, names
+from . import builtins as _builtins  # noqa: F401 (registers the recipes)
 from .memory import LongtermStrategy, WindowStrategy
 from .reference import FullContextStrategy, OracleStrategy
+from .registry import registry
 from .retrieval import RetrievalStrategy
-from .spec import build, build_strategy, to_spec
+from .spec import build, build_strategy, get, names, to_spec
 
 register = registry.register
 # the peer adapters (CAMEL, LangChain, HTTP services) are in the registry's lazy name table

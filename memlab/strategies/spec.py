@@ -100,3 +100,13 @@ def _accepted_args(factory: Any) -> set[str]:
     target = factory.__init__ if inspect.isclass(factory) else factory
     params = inspect.signature(target).parameters
     return {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_POSITIONAL,)}
+
+
+def get(name: str, **params: Any) -> Strategy:
+    """Build the strategy registered as ``name`` (factory arguments or nested set_params keys)."""
+    return build_named(name, params)
+
+
+def names() -> list[str]:
+    """The registered strategy names, sorted."""
+    return registry.names()

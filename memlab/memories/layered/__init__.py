@@ -8,26 +8,18 @@ from .abstraction import AbstractionRetrieve, Abstractor, LLMAbstractor
 from .gist import FirstSentenceGist, GistFilter, LLMGist
 from .layered import LayeredMemory
 from .lifecycle import LifecycleUpdate
-from .long_term import LongTermMemory, RepairReport
+from .long_term import LongTermMemory, LongTermRetriever, RepairReport
 from .merge import LLMMerger, Merger
 from .short_term import ShortTermMemory
 from ...summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .working import (
-                      CONFLICT_INSTRUCTION,
-                      Answer,
-                      Filter,
-                      HyDEExpander,
-                      Layers,
-                      LLMQueryRewriter,
-                      LLMRelevanceFilter,
-                      Load,
-                      LongTermRetriever,
-                      MultiQueryExpander,
-                      Retrieve,
-                      Step,
-                      Update,
-                      WorkingState,
-)
+from ...retrieval.llm_expansion import HyDEExpander, LLMQueryRewriter, MultiQueryExpander
+from ...retrieval.llm_filter import LLMRelevanceFilter
+from .steps.answer import Answer
+from .steps.filter import Filter
+from .steps.load import CONFLICT_INSTRUCTION, Load
+from .steps.retrieve import Retrieve
+from .steps.state import Layers, Step, WorkingState
+from .steps.update import Update
 
 __all__ = ["ExtractedMemory", "Extractor", "LLMExtractor", "RuleBasedExtractor", "LayeredMemory",
            "LongTermMemory", "RepairReport", "ShortTermMemory", "ExtractiveSummarizer", "LLMSummarizer",

@@ -19,7 +19,8 @@ from ...llm.prompts import abstract_prompt, strip_fences
 from ...text import recurring_terms, recurring_topic
 from ...records import MEMORY_TYPES_PARAM, Hit, MemoryRecord
 from .long_term import LongTermMemory
-from .working import Layers, Retrieve, WorkingState
+from .steps.retrieve import Retrieve
+from .steps.state import Layers, WorkingState
 
 SHOW = ("abstraction", "evidence", "both")
 

@@ -18,7 +18,8 @@ from ...llm.prompts import gist_prompt, parse_numbered
 from ...text import cut_words, first_sentence
 from ...records import Hit
 from ...retrieval.selection import rerank
-from .working import Filter, WorkingState
+from .steps.filter import Filter
+from .steps.state import WorkingState
 
 class FirstSentenceGist(Component):
     """Offline gist: the memory's first sentence, cut to ``max_words`` words.

@@ -14,16 +14,13 @@ from ...extraction import Extractor, LLMExtractor, RuleBasedExtractor
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory
 from ...summarize import LLMSummarizer
-from .working import (
-    Answer,
-    Filter,
-    Layers,
-    LLMRelevanceFilter,
-    Load,
-    Retrieve,
-    Update,
-    WorkingState,
-)
+from ...retrieval.llm_filter import LLMRelevanceFilter
+from .steps.answer import Answer
+from .steps.filter import Filter
+from .steps.load import Load
+from .steps.retrieve import Retrieve
+from .steps.state import Layers, WorkingState
+from .steps.update import Update
 
 
 class LayeredMemory(Strategy):

@@ -17,10 +17,10 @@ a mean (with its interval) in ``memlab eval``, in sweep summaries, a metric of
 
 from __future__ import annotations
 
-from memlab.eval.metrics import ProbeRow, register_metric
+from memlab.eval.metrics import RowView, register_metric
 
 
-def f1_at_k(row: ProbeRow, k: int) -> float:
+def f1_at_k(row: RowView, k: int) -> float:
     """Harmonic mean of recall@k and relevance_ratio@k; NaN without gold."""
     gold = set(row.gold)
     if not gold:

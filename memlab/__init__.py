@@ -35,8 +35,8 @@ _EXPORTS: dict[str, str] = {
     # layered memory and LLMs
     "ShortTermMemory": "memories.layered", "LongTermMemory": "memories.layered",
     "LayeredMemory": "memories.layered",
-    "LLM": "llm.base", "OpenAIChat": "llm.openai_chat", "OfflineLLM": "llm.offline",
-    "ResponseCache": "llm.cache", "LoopbackServer": "llm.loopback",
+    "LLM": "llm.base", "OpenAIChat": "llm.openai_chat", "OfflineLLM": "offline.llm",
+    "ResponseCache": "llm.cache", "LoopbackServer": "offline.loopback",
     # retrieval and decay
     "BM25Retriever": "retrieval", "VectorRetriever": "retrieval", "HybridRetriever": "retrieval",
     "Tokenizer": "retrieval", "RRF": "retrieval", "WeightedSum": "retrieval",

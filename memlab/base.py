@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import importlib
 import inspect
 import math
 import numbers
@@ -380,13 +381,25 @@ class Registry(Generic[T]):
     def __init__(self, kind: str):
         self.kind = kind
         self._items: dict[str, Callable[..., T]] = {}
+        self._lazy: dict[str, str] = {}  # name -> "module:attr", imported on first lookup
+
+    def register_lazy(self, name: str, target: str) -> None:
+        """Register the factory ``target`` ("package.module:attr") under ``name`` without
+        importing it: it is imported when ``name`` is first looked up, so the registry never
+        imports what registers in it (no import cycle, and optional libraries stay unloaded)."""
+        if name in self._items or name in self._lazy:
+            raise ConfigError(f"{self.kind} {name!r} is already registered")
+        self._lazy[name] = target
 
     def register(self, name: str, factory: Callable[..., T] | None = None, *, overwrite: bool = False):
         """Register ``factory`` under ``name``; usable as a decorator."""
 
         def add(f: Callable[..., T]) -> Callable[..., T]:
+            if name in self._lazy and not overwrite:
+                self.factory(name)  # a lazy entry: registering its own factory again is fine
             if name in self._items and not overwrite and self._items[name] is not f:
                 raise ConfigError(f"{self.kind} {name!r} is already registered")
+            self._lazy.pop(name, None)
             self._items[name] = f
             return f
 
@@ -397,15 +410,19 @@ class Registry(Generic[T]):
         return self.factory(name)(**params)
 
     def factory(self, name: str) -> Callable[..., T]:
+        if name not in self._items and name in self._lazy:
+            module, _, attr = self._lazy[name].partition(":")
+            self._items[name] = getattr(importlib.import_module(module), attr)
+            del self._lazy[name]
         if name not in self._items:
-            raise ConfigError(did_you_mean(name, list(self._items), self.kind))
+            raise ConfigError(did_you_mean(name, self.names(), self.kind))
         return self._items[name]
 
     def names(self) -> list[str]:
-        return sorted(self._items)
+        return sorted([*self._items, *self._lazy])
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return name in self._items or name in self._lazy
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

@@ -156,7 +156,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise _UsageError("memlab eval: --judge-llm needs --answer-llm")
     if args.answer_llm:
         from .eval.answers import Answerer, LLMJudge
-        from .strategies.builtins import make_llm
+        from .offline.named import make_llm
 
         answerer = Answerer(make_llm(args.answer_llm))
         judge = LLMJudge(make_llm(args.judge_llm)) if args.judge_llm else None

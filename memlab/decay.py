@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from .base import Component, ConfigError, Param
+from .capabilities import Capabilities
 
 GROWTH_MODES = ("add", "multiply")
 
@@ -66,6 +67,10 @@ class DecayModel(Component):
     """
 
     time_unit: float
+
+    def capabilities(self) -> Capabilities:
+        """Stochastic when it draws whether to forget (``Ebbinghaus(stochastic=True)``)."""
+        return Capabilities(stochastic=getattr(self, "stochastic", False) is True)
 
     def elapsed(self, now: float, last_recall: float) -> float:
         """t = max(0, now - last_recall) / time_unit."""

@@ -23,9 +23,10 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from .base import Component, Warmable
+from .base import Component, ConfigError, Warmable
+from .capabilities import Capabilities, any_part
 from .filters import Where
 from .records import Hit, MemoryRecord
 
@@ -52,6 +53,26 @@ class Context:
     record_ids: list[str] = field(default_factory=list)
     source_ids: list[str] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, memories: Sequence[MemoryRecord], counter: Any,
+           messages: Sequence[dict[str, Any]] | None = None) -> Context:
+        """The context of ``memories``, the one way every strategy builds it: ``messages``
+        (default: each memory as its own chat message, ``to_openai()``), ``token_count =
+        counter.count_messages(messages)`` (0 when empty), ``record_ids`` the memories' ids in
+        order and ``source_ids`` the turns they stand for, each once, in order."""
+        shown = [r.to_openai() for r in memories] if messages is None else list(messages)
+        return cls(messages=shown, token_count=int(counter.count_messages(shown)) if shown else 0,
+                   record_ids=[r.id for r in memories], source_ids=source_ids(memories))
+
+
+def source_ids(records: Sequence[MemoryRecord]) -> list[str]:
+    """The dialogue turns a list of memories stands for, each once, in order."""
+    seen: dict[str, None] = {}
+    for r in records:
+        for s in r.source_ids:
+            seen.setdefault(s, None)
+    return list(seen)
+
 
 class Strategy(Component):
     """Base class for memory strategies. Constructor arguments are the whole configuration."""
@@ -60,6 +81,24 @@ class Strategy(Component):
     #: harness then calls ``see_probe(probe)`` before asking each probe. A real memory
     #: never sees the gold, so the default is False and ``see_probe`` is never called.
     uses_gold: bool = False
+
+    #: Parameters read only when asked, never by ``observe`` (``Capabilities.query_time_params``);
+    #: a strategy declaring some switches them with ``set_query_params``.
+    query_time_params: ClassVar[frozenset[str]] = frozenset()
+
+    def capabilities(self) -> Capabilities:
+        """What this strategy declares: its ``query_time_params`` and ``uses_gold``, and whether
+        any component of its configuration is stochastic or changes state when searched
+        (``memlab.capabilities``). The harness, sweeps and ``memlab.testing`` read this."""
+        parts = any_part(self.components())
+        return Capabilities(query_time_params=type(self).query_time_params,
+                            uses_gold=bool(self.uses_gold), stochastic=parts.stochastic,
+                            search_changes_state=parts.search_changes_state)
+
+    def set_query_params(self, **params: Any) -> None:
+        """Switch query-time parameters keeping what was observed; a strategy declaring
+        ``query_time_params`` implements it."""
+        raise ConfigError(f"{type(self).__name__} declares no query-time parameters, got {sorted(params)}")
 
     def see_probe(self, probe: Any) -> None:
         """Be shown the probe about to be asked (gold evidence included); only if ``uses_gold``."""

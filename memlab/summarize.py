@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from .base import Component, Param
 from .llm.base import LLM, LLMProgram, LLMUsage, Op, UsesLLM, adrive, drive
 from .llm.prompts import speaker_of, summarize_prompt
-from .llm.text import sentences, stem, terms, unique
+from .text import sentences, stem, terms, unique
 from .records import MemoryRecord
 
 #: One piece of a running summary: its text (a sentence, or the whole summary) and the

@@ -7,6 +7,12 @@ Run them on a fresh instance::
     check_strategy(MyStrategy(alpha=0.3))
     check_retriever(MyRetriever(k1=1.2))
 
+Besides the checks every one runs, some are chosen by what the subject declares in
+``capabilities()`` (as scikit-learn's estimator checks by tags): a strategy whose asking
+changes nothing answers a second time the same; one with ``query_time_params`` switched by
+``set_query_params`` behaves as one built with the value; an ``exact_search`` retriever's
+top k is the top of any deeper search.
+
 Each check raises ``AssertionError`` with the check's name; on success the names of the
 checks that ran are returned.
 
@@ -25,10 +31,11 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .base import Component
+from .capabilities import capabilities_of
 from .embeddings.base import Embedder
 from .records import MemoryRecord, Role
 from .retrieval.base import Retriever
-from .strategies.base import Context, Strategy
+from .strategy import Context, Strategy
 from .tokens import TokenCounter
 
 
@@ -112,6 +119,12 @@ def check_strategy(strategy: Strategy, k: int = 3) -> list[str]:
         ("picklable", _check_pickle),
         ("context", _check_context),
     ]
+    # further checks chosen by what the strategy declares (``capabilities()``)
+    caps = capabilities_of(strategy)
+    if caps.asking_changes_nothing:
+        checks.append(("asking_changes_nothing", _check_asking_changes_nothing))
+    if caps.query_time_params:
+        checks.append(("query_time_params_switch", _check_query_time_params))
     return _run_checks(strategy, checks)
 
 
@@ -290,6 +303,47 @@ def _check_context(s: Strategy) -> None:
     assert set(ctx.source_ids) <= known, f"context names unknown turns {set(ctx.source_ids) - known}"
 
 
+def _check_asking_changes_nothing(s: Strategy) -> None:
+    _feed(s)
+    first = _fingerprint(s)
+    contexts = [s.build_context(q).messages for q in CHECK_QUERIES]
+    assert _fingerprint(s) == first, "asking again answered differently (declare stochastic or " \
+        "search_changes_state in capabilities())"
+    assert [s.build_context(q).messages for q in CHECK_QUERIES] == contexts, "a second context differs"
+
+
+def _other_value(value: Any) -> Any:
+    """A second valid-looking value of a numeric query-time parameter (None: none found)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return max(1, value // 2)
+    if isinstance(value, float):
+        return value / 2 if value else 0.5
+    return None
+
+
+def _check_query_time_params(s: Strategy) -> None:
+    declared = s.capabilities().query_time_params
+    names = set(type(s)._param_names())
+    assert set(declared) <= names, f"query_time_params {sorted(set(declared) - names)} are not parameters"
+    _feed(s)
+    for name in sorted(declared):
+        value = _other_value(getattr(s, name))
+        if value is None:
+            continue
+        fresh = s.clone()
+        fresh.set_params(**{name: value})
+        _feed(fresh)
+        s.set_query_params(**{name: value})
+        assert getattr(s, name) == value, f"set_query_params({name}=...) did not set it"
+        assert _fingerprint(s) == _fingerprint(fresh), \
+            f"after set_query_params({name}={value!r}) hits differ from a strategy built with it"
+        assert [s.build_context(q).messages for q in CHECK_QUERIES] == \
+            [fresh.build_context(q).messages for q in CHECK_QUERIES], \
+            f"after set_query_params({name}={value!r}) contexts differ from a strategy built with it"
+
+
 # -- retrievers ------------------------------------------------------------------------
 #: Records the retriever checks index: turns, a blank one, repeated words, a session each.
 RETRIEVER_TEXTS = ["I planned a trip to Japan", "Kyoto and Osaka in spring", "my sister lives in Osaka",
@@ -330,6 +384,8 @@ def check_retriever(retriever: Retriever) -> list[str]:
                                             "an unpickled retriever behaves differently")),
         ("params_unchanged_by_use", _check_retriever_params),
     ]
+    if capabilities_of(retriever).exact_search:  # chosen by what the retriever declares
+        checks.append(("exact_search_is_a_prefix", _check_exact_prefix))
     return _run_checks(retriever, checks)
 
 
@@ -366,6 +422,15 @@ def _check_records(r: Retriever) -> None:
     r.remove([held[0]])
     assert held[0] not in r and len(r) == len(held) - 1, "remove must forget the id"
     assert all(h.id != held[0] for q in RETRIEVER_QUERIES for h in r.search(q, 20)), "a removed id was found"
+
+
+def _check_exact_prefix(r: Retriever) -> None:
+    r.add(retriever_records())
+    for q in RETRIEVER_QUERIES:
+        deep = [(h.id, h.score, h.rank) for h in r.search(q, 20)]
+        for k in (1, 2, 3):
+            assert [(h.id, h.score, h.rank) for h in r.search(q, k)] == deep[:k], \
+                f"declares exact_search but search({q!r}, {k}) is not the top of a deeper search"
 
 
 def _check_same(a: Any, b: Any, message: str) -> None:

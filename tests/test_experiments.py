@@ -93,7 +93,8 @@ def test_hybrid_combmnz_is_registered_and_configurable(fusion: ModuleType) -> No
 def test_hybrid_combmnz_passes_check_strategy(fusion: ModuleType) -> None:
     done = check_strategy(strategies.get("hybrid_combmnz"))
     assert done == ["is_strategy", "parts_are_parameters", "clone_round_trip", "empty_store", "at_most_k_sorted_ranked",
-                    "params_unchanged_by_use", "reset_is_fresh", "deterministic", "picklable", "context"]
+                    "params_unchanged_by_use", "reset_is_fresh", "deterministic", "picklable", "context",
+                    "asking_changes_nothing"]
 
 
 def test_hybrid_combmnz_ranks_by_combmnz_of_its_children(fusion: ModuleType) -> None:

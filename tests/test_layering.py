@@ -14,10 +14,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memlab"
 #: (longest prefix wins); a package's __init__ belongs to the package.
 LAYERS: list[tuple[str, ...]] = [
     ("memlab", "memlab._lazy", "memlab.atomic", "memlab.base", "memlab.records", "memlab.tokens",
-     "memlab.text", "memlab.filters", "memlab.strategy", "memlab.context"),
+     "memlab.text", "memlab.filters", "memlab.strategy", "memlab.context", "memlab.sqlite",
+     "memlab.capabilities", "memlab.classpath", "memlab.httpserve"),
     ("memlab.storage", "memlab.embeddings"),
     ("memlab.retrieval", "memlab.decay", "memlab.llm", "memlab.extraction", "memlab.summarize"),
-    ("memlab.blocks",),
+    ("memlab.blocks", "memlab.offline"),  # offline stand-ins sit above what they imitate
     ("memlab.memories",),
     ("memlab.strategies", "memlab.adapters"),
     ("memlab.eval",),
@@ -94,3 +95,71 @@ def test_the_checker_sees_relative_and_nested_imports() -> None:
                                           ("memlab.filters", 0), ("memlab.memories.layered.working", 4)])
 def test_layer_of(module: str, layer: int) -> None:
     assert layer_of(module) == layer
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the memlab modules it imports (anywhere in the file). Importing
+    ``a.b.c`` runs the packages ``a.b`` and ``a`` first, so those count too, except the
+    importer's own enclosing packages (already running when it is imported)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = module_name(path)
+        own = {".".join(here.split(".")[:n]) for n in range(1, here.count(".") + 2)}
+        if path.name == "__init__.py":
+            own.discard(here)
+        targets = graph.setdefault(here, set())
+        for _, target in imports(path):
+            parts = target.split(".")
+            for n in range(1, len(parts) + 1):
+                name = ".".join(parts[:n])
+                if name != here and name not in own:
+                    targets.add(name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """No module reaches itself through imports, inside a layer too (so the modules of a
+    layer are ordered as well: none imports one that imports it back)."""
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_sees_a_cycle_through_a_package_and_a_function() -> None:
+    graph = {"memlab.a.x": {"memlab.b"}, "memlab.b": {"memlab.b.y"}, "memlab.b.y": {"memlab.a.x"},
+             "memlab.c": {"memlab.a.x"}}
+    assert cycles(graph) == [["memlab.a.x", "memlab.b", "memlab.b.y"]]
+    assert cycles({"memlab.a": {"memlab.b"}, "memlab.b": set()}) == []

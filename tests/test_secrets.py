@@ -81,20 +81,13 @@ def test_a_key_given_with_set_reaches_the_server_and_no_output(tmp_path, monkeyp
     _no_key_in_folder(tmp_path)
 
 
-def test_a_key_in_a_sweep_file_is_not_written(tmp_path, monkeypatch, capsys):
+def test_a_key_in_a_sweep_file_is_not_written(tmp_path, monkeypatch, capsys, sweep_toml):
     with LoopbackServer() as server:
         monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "cache"))
-        toml = tmp_path / "s.toml"
-        toml.write_text(f'''
-[dataset]
-path = "{DATA}"
-[strategy]
-name = "longterm"
-params = {{ embedder = {{ class = "memlab.embeddings.OpenAIEmbedder", params = {{ base_url = "{server.base_url}", api_key = "{KEY}", dimensions = 8 }} }} }}
-[run]
-ks = [1]
-output = "{tmp_path / 'out'}"
-''')
+        embedder = {"class": "memlab.embeddings.OpenAIEmbedder",
+                    "params": {"base_url": server.base_url, "api_key": KEY, "dimensions": 8}}
+        toml = sweep_toml(dataset={"path": DATA}, strategy={"name": "longterm", "params": {"embedder": embedder}},
+                          run={"ks": [1], "output": tmp_path / "out"})
         code = main(["sweep", str(toml), "--output", str(tmp_path / "out")])
     printed = capsys.readouterr()
     assert code == 0, printed.err

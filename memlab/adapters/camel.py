@@ -35,17 +35,19 @@ stays, and counts in ``token_count``.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 import warnings
 from typing import Any
 
 from ..base import MemlabError, Param
+from ..capabilities import Capabilities
 from ..blocks.chat_history import KEEP_RATE
 from ..embeddings.base import Embedder
+from ..embeddings.named import make_embedder
 from ..records import Hit, MemoryRecord, Role
 from ..filters import Where, filter_view, matches
-from ..strategies.base import Context, Strategy
-from ..strategies.retrieval import source_ids
+from ..strategy import Context, Strategy
 from ..tokens import TiktokenCounter, TokenCounter
 
 #: Namespace of the deterministic CAMEL record uuids (uuid5 of the observation index and id).
@@ -219,10 +221,9 @@ class _CamelStrategy(Strategy):
         question_positions = [i for i, r in enumerate(order) if self._is_question(r.memory_record)]
         if question_positions:
             messages = messages[:question_positions[-1]] + messages[question_positions[-1] + 1:]
-        memories = [self._memlab(r.memory_record) for r in _creator_order(kept)]
-        return Context(messages=list(messages),
-                       token_count=self._counter.count_messages(list(messages)) if messages else 0,
-                       record_ids=list(dict.fromkeys(m.id for m in memories)), source_ids=source_ids(memories))
+        # a record both in the history and among the recalls is one memory, listed once
+        memories = {m.id: m for m in (self._memlab(r.memory_record) for r in _creator_order(kept))}
+        return Context.of(list(memories.values()), self._counter, messages=list(messages))
 
 
 def _creator_order(records: list[Any]) -> list[Any]:
@@ -323,18 +324,17 @@ class CamelLongtermStrategy(_CamelStrategy):
         self.token_counter = token_counter
         self._on_params_changed()
 
-    def _embedder(self) -> Embedder:
-        if self.embedder is not None:
-            return self.embedder
-        from ..embeddings.hashing import HashingEmbedder
-
-        return HashingEmbedder()
+    def capabilities(self) -> Capabilities:
+        """Asking writes the question into CAMEL's memory (qdrant included) and takes it out
+        again, and a second asking does not always answer as the first (``check_strategy``
+        finds it): declared as a search that changes state."""
+        return dataclasses.replace(super().capabilities(), search_changes_state=True)
 
     def _new_memory(self) -> Any:
         from camel.memories import ChatHistoryBlock, LongtermAgentMemory, VectorDBBlock
         from camel.storages.vectordb_storages import QdrantStorage
 
-        embedding = MemlabEmbedding(self._embedder())
+        embedding = MemlabEmbedding(make_embedder(self.embedder))
         storage = QdrantStorage(vector_dim=embedding.get_output_dim(), collection_name=COLLECTION)
         return LongtermAgentMemory(context_creator=self._creator(),
                                    chat_history_block=ChatHistoryBlock(keep_rate=self.keep_rate),

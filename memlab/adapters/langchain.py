@@ -31,6 +31,7 @@ from typing import Any
 
 from ..base import Param
 from ..embeddings.base import Embedder
+from ..embeddings.named import make_embedder
 from ..records import MemoryRecord
 from .base import PeerRetriever
 
@@ -79,13 +80,6 @@ class LangChainEnsembleRetriever(PeerRetriever):
         self.bm25_preprocess = bm25_preprocess
         self._on_params_changed()
 
-    def _embedder(self) -> Embedder:
-        if self.embedder is not None:
-            return self.embedder
-        from ..embeddings.hashing import HashingEmbedder
-
-        return HashingEmbedder()
-
     def _preprocess(self) -> Any:
         if self.bm25_preprocess == "memlab":
             from ..retrieval.tokenize import Tokenizer
@@ -98,7 +92,7 @@ class LangChainEnsembleRetriever(PeerRetriever):
     def _open(self) -> None:
         from langchain_core.vectorstores import InMemoryVectorStore
 
-        self._lib_store = InMemoryVectorStore(embedding=lc_embeddings(self._embedder()))
+        self._lib_store = InMemoryVectorStore(embedding=lc_embeddings(make_embedder(self.embedder)))
         self._lib_docs: dict[str, Any] = {}
         self._lib_pending: list[Any] = []
         self._lib_bm25 = None

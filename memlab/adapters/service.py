@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from ..httpserve import LocalServer
 
-class MemoryService:
+
+class MemoryService(LocalServer):
     """The service (see the module doc); ``start()``/``stop()`` or use it as a context manager."""
+
+    thread_name = "memlab-memory-service"
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0):
         if host not in ("127.0.0.1", "localhost", "::1"):
@@ -39,39 +43,17 @@ class MemoryService:
         self._counter = 0
         self._failures: list[int] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("MemoryService is not started")
-        return f"http://{self.host}:{self._server.server_address[1]}"
+        return f"http://{self.host}:{self._address()[1]}"
 
     def fail_next(self, status: int = 500) -> None:
         with self._lock:
             self._failures.append(status)
 
-    def start(self) -> "MemoryService":
-        if self._server is None:
-            self._server = ThreadingHTTPServer((self.host, self.port), _handler(self))
-            self._server.daemon_threads = True
-            self._thread = threading.Thread(target=self._server.serve_forever, name="memlab-memory-service",
-                                            daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> "MemoryService":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def _bind(self) -> tuple[tuple[str, int], Any]:
+        return (self.host, self.port), _handler(self)
 
     # -- the memory --------------------------------------------------------------------
     def _index(self, user: str) -> Any:

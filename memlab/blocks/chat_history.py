@@ -62,6 +62,11 @@ class ChatHistoryBlock(MemoryBlock):
             self._parsed = [MemoryRecord.from_dict(d) for d in self._store.load()]
         return self._parsed
 
+    def view(self) -> Sequence[MemoryRecord]:
+        """Every stored record, chronologically, without copying: read it, never change it
+        (``records`` gives copies)."""
+        return self._history()
+
     def records(self) -> list[MemoryRecord]:
         """Every stored record, chronologically (copies: changing them changes nothing)."""
         return [_copy(r) for r in self._history()]

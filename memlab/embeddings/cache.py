@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MemlabError, Param, Warmable
-from ..storage.sqlite import connect
+from ..sqlite import connect
 from .base import Embedder
 
 _SQL_VARS = 500  # keys per SELECT ... IN (...), below SQLite's variable limit

@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Any
 
 from ..base import Component, ConfigError
-from ..retrieval.tokenize import porter_stem
+from ..text import porter_stem
 from ..text import HAN, KANA
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

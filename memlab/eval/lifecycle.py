@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from ..base import MemlabError
-from ..strategies.base import Strategy
+from ..strategy import Strategy
 from .dataset import Dataset, Dialogue
 
 NAN = float("nan")

@@ -47,9 +47,10 @@ import pandas as pd
 
 from ..base import Component, MemlabError
 from ..secrets import MASK, Secret
-from ..strategies.base import Strategy
+from ..strategy import Strategy
 from .dataset import Dataset, Dialogue
 from .lifecycle import add_stale_metrics
+from .rows import ANSWER_COLUMNS as _ANSWER_COLUMNS, ROW_COLUMNS as _ROW_COLUMNS
 from ..llm.base import LLMError
 from .metrics import compute_metrics, metric_columns
 from .workers import die_with_parent
@@ -350,14 +351,16 @@ def _frame(rows: list[dict[str, Any]], strategy: Strategy, dataset: Dataset, lab
 
 
 def shares_observation(strategy: Strategy) -> frozenset[str]:
-    """The strategy's ``query_time_params`` (validated), or an empty set.
+    """The strategy's declared ``query_time_params`` (``capabilities()``, validated), or an
+    empty set (also for a strategy that reads gold or whose asking changes state).
 
     A strategy may declare ``query_time_params``: parameters read only by ``retrieve`` and
     ``build_context``, never by ``observe``, on a strategy whose asking changes no state
     (no reinforcement, no forgetting, no LLM call), with a ``set_query_params(**params)``
     that switches them keeping what was observed. ``replay_variants`` relies on it.
     """
-    declared = getattr(type(strategy), "query_time_params", frozenset())
+    caps = strategy.capabilities()
+    declared = caps.query_time_params
     if not declared:
         return frozenset()
     names = set(type(strategy)._param_names())
@@ -365,7 +368,7 @@ def shares_observation(strategy: Strategy) -> frozenset[str]:
             or not callable(getattr(strategy, "set_query_params", None)):
         raise MemlabError(f"{type(strategy).__name__}.query_time_params must be a set of its parameters "
                           f"({sorted(names)}) with a set_query_params method, got {declared!r}")
-    return frozenset(declared) if not strategy.uses_gold else frozenset()
+    return frozenset(declared) if not caps.uses_gold and caps.asking_changes_nothing else frozenset()
 
 
 def replay_variants(variants: Sequence[tuple[Strategy, str | None]], dataset: Dataset, *, k_max: int = 10,
@@ -433,18 +436,6 @@ def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int 
         if bar is not None:
             bar.close()
     return done
-
-
-_ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold", "stale_evidence",
-                "position", "probe_time", "retrieved_ids", "retrieved_source_ids", "retrieved_scores",
-                "retrieved_tokens", "context_ids", "context_record_ids", "context_tokens", "store_size",
-                "llm_prompt_tokens",
-                "llm_completion_tokens", "llm_calls", "llm_cached_calls", "llm_format_errors", "latency_ms",
-                "error", "gold_sessions", "retrieved_sessions"]
-
-
-_ANSWER_COLUMNS = ["prediction", "answer_f1", "judge_correct", "answer_prompt_tokens",
-                   "answer_completion_tokens", "judge_tokens"]
 
 
 def strategy_label(strategy: Strategy) -> str:

@@ -47,7 +47,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from ..base import ConfigError, MemlabError
-from ..strategies.base import Strategy
+from ..strategy import Strategy
 from ..strategies.spec import build_strategy
 from .cells import CellStore
 from .dataset import Dataset
@@ -298,7 +298,8 @@ def expected_columns(ks: Sequence[int], budgets: Sequence[int], grid: Mapping[st
                      configured: Sequence[tuple[dict[str, Any], str, str, Strategy]]) -> set[str]:
     """The columns a sweep's results will have, known before the replay (for checking plots)."""
     from .metrics import COST_COLUMNS, expand, registered
-    from .replay import _ROW_COLUMNS, PARAM_PREFIX, flat_params
+    from .replay import PARAM_PREFIX, flat_params
+    from .rows import ROW_COLUMNS as _ROW_COLUMNS
 
     columns = set(_ROW_COLUMNS) | {"strategy", "base_strategy", "strategy_class", "dataset", "dataset_hash",
                                    "n_gold", "memlab_version", "git_commit"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..base import Param
-from ..llm.text import sentences
+from ..text import sentences
 from ..records import MemoryRecord, Role
 from .base import ExtractedMemory, Extractor
 from .categories import Statement

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from ..base import Component, MemlabError
-from ..storage.sqlite import connect
+from ..sqlite import connect
 from .base import Completion
 
 _SCHEMA = """

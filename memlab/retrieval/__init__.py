@@ -1,8 +1,7 @@
 """Retrieval: tokenizers, BM25, vector and hybrid retrievers, fusion, expansion, decay,
 selection, conflicts and metadata filters.
 
-Names are imported lazily: ``memlab.storage.vector`` imports ``retrieval.filters``, and
-the vector retriever imports the storage package, so eager imports here would be circular.
+Names are imported lazily, so ``import memlab.retrieval`` loads no retriever (nor chromadb).
 """
 
 from __future__ import annotations
@@ -10,9 +9,10 @@ from __future__ import annotations
 from .._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "Where": "filters", "matches": "filters", "validate_where": "filters",
-    "to_chroma_where": "filters", "filter_view": "filters",
-    "Tokenizer": "tokenize", "porter_stem": "tokenize", "ENGLISH_STOPWORDS": "tokenize",
+    # metadata filters, stop words and stemming live below (``memlab.filters``, ``memlab.text``)
+    "Where": ".filters", "matches": ".filters", "validate_where": ".filters",
+    "to_chroma_where": ".filters", "filter_view": ".filters",
+    "Tokenizer": "tokenize", "porter_stem": ".text", "ENGLISH_STOPWORDS": ".text",
     "Retriever": "base",
     "BM25Retriever": "bm25",
     "VectorRetriever": "vector",

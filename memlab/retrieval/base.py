@@ -7,7 +7,7 @@ Contract of ``search(query, k, *, where, now)``:
   moves it to the end, like an upsert into a vector store);
 - ``hit.components[retriever.name] == {"score": s, "rank": r}`` (wrappers keep the
   components of the retriever they wrap and add their own);
-- ``where`` is a filter (see ``memlab.retrieval.filters``) evaluated against
+- ``where`` is a filter (see ``memlab.filters``) evaluated against
   ``filter_view(record)``: scalar metadata plus ``role``, ``agent_id``, ``timestamp``
   and ``id``, the built-ins winning; the same meaning on every retriever;
 - an empty index, an empty query, or ``k == 0`` give ``[]``, never an exception.
@@ -17,11 +17,13 @@ Every retriever keeps the records it was given (by reference) for ``get_record``
 
 from __future__ import annotations
 
+import dataclasses
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from ..base import Component, MemlabError, Param
+from ..capabilities import Capabilities, any_part
 from ..records import Hit, MemoryRecord
 from ..filters import Where, validate_where
 
@@ -31,6 +33,15 @@ class Retriever(Component):
 
     #: Short label used as the key of ``Hit.components``.
     name: ClassVar[str] = "retriever"
+
+    #: Declared once per class: the search ranks exactly and stably, so the best ``n`` of a
+    #: deeper search are its first ``n`` (``Capabilities.exact_search``).
+    exact_search: ClassVar[bool] = False
+
+    def capabilities(self) -> Capabilities:
+        """``exact_search`` of the class, and whether a component of the configuration is
+        stochastic or changes state when searched."""
+        return dataclasses.replace(any_part(self.components()), exact_search=type(self).exact_search)
 
     def __init__(self) -> None:
         self._records: dict[str, MemoryRecord] = {}

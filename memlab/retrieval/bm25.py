@@ -50,6 +50,7 @@ class BM25Retriever(Retriever):
     """
 
     name = "bm25"
+    exact_search = True  # scores every record, ties by insertion order
 
     constraints = {
         "variant": Param(choices=VARIANTS),

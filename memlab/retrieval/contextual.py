@@ -15,7 +15,7 @@ import datetime as _dt
 from ..base import Param
 from ..records import Hit, MemoryRecord
 from .base import Retriever, WrapperRetriever
-from .filters import Where
+from ..filters import Where
 
 
 def format_date(timestamp: float) -> str:

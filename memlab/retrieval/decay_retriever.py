@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from ..base import Param
+from ..capabilities import Capabilities
 from ..decay import Clock, DecayModel, Ebbinghaus
 from ..records import Hit, MemoryRecord
 from .base import Retriever, WrapperRetriever
@@ -91,6 +93,11 @@ class DecayRetriever(WrapperRetriever):
         self._state: dict[str, list[float]] = {}
         self._oldest_cache: float | None = None
         self._on_params_changed()
+
+    def capabilities(self) -> Capabilities:
+        """A search changes state when it reinforces what it returns (``reinforce != "none"``)."""
+        found = super().capabilities()
+        return dataclasses.replace(found, search_changes_state=found.search_changes_state or self.reinforce != "none")
 
     def _on_params_changed(self) -> None:
         self._decay = self._resolve("decay", lambda: Ebbinghaus())

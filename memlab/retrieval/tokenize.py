@@ -16,7 +16,8 @@ import re
 from typing import Any
 
 from ..base import Component, ConfigError, Param
-from ..text import HAN, HAN_SUPPLEMENTARY
+from ..text import ENGLISH_STOPWORDS, HAN, HAN_SUPPLEMENTARY, snowball_stemmer
+from ..text import porter_stem  # noqa: F401 (still importable from here and memlab.retrieval)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _HAN = HAN + HAN_SUPPLEMENTARY
@@ -27,27 +28,6 @@ _ASCII_WORD = re.compile(r"[a-z]+")
 CHINESE_MODES = ("bigram", "char", "char+bigram", "jieba")
 STEMMERS = ("porter", "english")
 
-#: A common English stop list (the NLTK list of 2019, 179 words).
-ENGLISH_STOPWORDS = frozenset([
-    "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "you're", "you've",
-    "you'll", "you'd", "your", "yours", "yourself", "yourselves", "he", "him", "his",
-    "himself", "she", "she's", "her", "hers", "herself", "it", "it's", "its", "itself",
-    "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom", "this",
-    "that", "that'll", "these", "those", "am", "is", "are", "was", "were", "be", "been",
-    "being", "have", "has", "had", "having", "do", "does", "did", "doing", "a", "an", "the",
-    "and", "but", "if", "or", "because", "as", "until", "while", "of", "at", "by", "for",
-    "with", "about", "against", "between", "into", "through", "during", "before", "after",
-    "above", "below", "to", "from", "up", "down", "in", "out", "on", "off", "over", "under",
-    "again", "further", "then", "once", "here", "there", "when", "where", "why", "how",
-    "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no",
-    "nor", "not", "only", "own", "same", "so", "than", "too", "very", "s", "t", "can",
-    "will", "just", "don", "don't", "should", "should've", "now", "d", "ll", "m", "o", "re",
-    "ve", "y", "ain", "aren", "aren't", "couldn", "couldn't", "didn", "didn't", "doesn",
-    "doesn't", "hadn", "hadn't", "hasn", "hasn't", "haven", "haven't", "isn", "isn't", "ma",
-    "mightn", "mightn't", "mustn", "mustn't", "needn", "needn't", "shan", "shan't",
-    "shouldn", "shouldn't", "wasn", "wasn't", "weren", "weren't", "won", "won't", "wouldn",
-    "wouldn't"
-])
 
 
 class Tokenizer(Component):
@@ -151,30 +131,8 @@ def _jieba() -> Any:
     return _JIEBA
 
 
-_STEMMERS: dict[str, Any] = {}
-
-
-def _snowball(algorithm: str) -> Any:
-    """A snowballstemmer stemmer, built once per algorithm ("porter" or "english")."""
-    stemmer = _STEMMERS.get(algorithm)
-    if stemmer is None:
-        import snowballstemmer
-
-        stemmer = _STEMMERS[algorithm] = snowballstemmer.stemmer(algorithm)
-    return stemmer
-
-
-def porter_stem(word: str) -> str:
-    """The Porter (1980) stem of a lower-case word, by snowballstemmer's "porter" algorithm.
-
-    Words of one or two letters are left alone, as in Porter's reference implementation
-    (Snowball's version would turn "is" into "i").
-    """
-    return word if len(word) <= 2 else _snowball("porter").stemWord(word)
-
-
 def snowball_stem(word: str, algorithm: str = "porter") -> str:
     """``word`` stemmed by ``algorithm``: "porter" (Porter 1980) or "english" (Porter2)."""
     if algorithm not in STEMMERS:
         raise ConfigError(f"stemmer must be None or one of {', '.join(STEMMERS)}, got {algorithm!r}")
-    return word if len(word) <= 2 else _snowball(algorithm).stemWord(word)
+    return word if len(word) <= 2 else snowball_stemmer(algorithm).stemWord(word)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
+from ..capabilities import Capabilities, capabilities_of
 from ..embeddings.base import Embedder
 from ..embeddings.hashing import HashingEmbedder
 from ..filters import Where, filter_view
@@ -68,6 +70,11 @@ class VectorRetriever(Retriever):
         if self._bound is None or bound[2] != self._bound[2]:
             self._restore()
         self._bound = bound
+
+    def capabilities(self) -> Capabilities:
+        """Exact when its vector store is (``VectorStore.exact_search``: the numpy store is,
+        an HNSW index is not)."""
+        return dataclasses.replace(super().capabilities(), exact_search=capabilities_of(self._store).exact_search)
 
     @property
     def store(self) -> VectorStore:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import importlib
 import os
 import re
 import time
@@ -52,7 +51,8 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from ..base import Component, MemlabError, Param, Resource
 from ..embeddings.base import Embedder
 from ..filters import matches, to_chroma_where, validate_where
-from .sqlite import BUSY_TIMEOUT_S
+from ..classpath import class_path, import_class
+from ..sqlite import BUSY_TIMEOUT_S, retry_while
 from .vector import VectorStore, check_add_args
 
 SEQ_KEY = "memlab:seq"
@@ -67,7 +67,8 @@ _COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
 # -- the embedding function chromadb stores with a collection -------------------------
 
 def component_to_config(value: Any) -> Any:
-    """JSON form of a component tree: ``{"class": "module:Name", "params": {...}}``.
+    """JSON form of a component tree: ``{"class": "module.Name", "params": {...}}``
+    (``memlab.classpath``; the ``"module:Name"`` form of earlier versions is still read).
 
     Secrets (``api_key``) are written as None so they never reach the disk.
     Raises TypeError for a value JSON cannot hold.
@@ -76,7 +77,7 @@ def component_to_config(value: Any) -> Any:
         cls = type(value)
         params = {name: None if name in _SECRET_PARAMS else component_to_config(v)
                   for name, v in value.get_params(deep=False).items()}
-        return {"class": f"{cls.__module__}:{cls.__qualname__}", "params": params}
+        return {"class": class_path(cls), "params": params}
     if isinstance(value, (list, tuple)):
         return [component_to_config(v) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):
@@ -87,10 +88,7 @@ def component_to_config(value: Any) -> Any:
 def component_from_config(config: Any) -> Any:
     """Rebuild what ``component_to_config`` wrote."""
     if isinstance(config, dict) and set(config) == {"class", "params"}:
-        module, _, name = str(config["class"]).partition(":")
-        cls: Any = importlib.import_module(module)
-        for part in name.split("."):
-            cls = getattr(cls, part)
+        cls = import_class(str(config["class"]))
         if not (isinstance(cls, type) and issubclass(cls, Component)):
             raise MemlabError(f"{config['class']} is not a memlab Component")
         return cls(**{k: component_from_config(v) for k, v in config["params"].items()})
@@ -106,16 +104,7 @@ def _locked(exc: BaseException) -> bool:
 def _retry_locked(fn: Any, timeout: float = BUSY_TIMEOUT_S) -> Any:
     """``fn()``, retried with growing pauses while chroma's SQLite says "database is locked"
     (two processes opening one persistent folder at once; chroma gives up at once there)."""
-    deadline = time.monotonic() + timeout
-    pause = 0.01
-    while True:
-        try:
-            return fn()
-        except Exception as exc:
-            if not _locked(exc) or time.monotonic() + pause > deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.5)
+    return retry_while(fn, _locked, timeout=timeout, first_pause=0.01)
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..atomic import output_mode
 from ..base import Component, MemlabError, Param
-from .sqlite import connect
+from ..sqlite import connect
 
 
 class KeyValueStore(Component):

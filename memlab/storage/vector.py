@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
 from ..base import Component, MemlabError
+from ..capabilities import Capabilities
 from ..filters import Where, matches, validate_where
 
 Scalar = str | int | float | bool
@@ -20,6 +21,13 @@ class VectorStore(Component):
     ``add`` is an upsert: an existing id is replaced (chromadb's own ``add`` would
     silently keep the old entry). Metadata values are str, int, float or bool.
     """
+
+    #: Declared once per class: ``query`` returns the exact top k, ties by insertion order
+    #: (``Capabilities.exact_search``); False for approximate indexes.
+    exact_search: ClassVar[bool] = False
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(exact_search=type(self).exact_search)
 
     @abstractmethod
     def add(self, ids: Sequence[str], vectors: np.ndarray,
@@ -79,6 +87,8 @@ def check_add_args(ids, vectors, metadatas, documents, dim: int | None) -> np.nd
 
 class NumpyVectorStore(VectorStore):
     """Exact brute-force cosine search in memory. Vectors are normalised on add."""
+
+    exact_search = True
 
     def __init__(self, dim: int | None = None):
         self.dim = dim

@@ -10,19 +10,19 @@ User code registers its own with ``@strategies.register("name")`` on a class or 
 
 from __future__ import annotations
 
-from .base import Context, Strategy, registry
-from .builtins import get, make_embedder, names
+from ..embeddings.named import make_embedder
+from ..strategy import Context, Strategy
+from . import builtins as _builtins  # noqa: F401 (registers the recipes)
 from .memory import LongtermStrategy, WindowStrategy
 from .reference import FullContextStrategy, OracleStrategy
+from .registry import registry
 from .retrieval import RetrievalStrategy
 from .sessions import SessionStrategy  # registers bm25_sessions
-from .spec import build, build_strategy, to_spec
+from .spec import build, build_strategy, get, names, to_spec
 
 register = registry.register
-
-# the peer adapters (CAMEL, LangChain, HTTP services) register their names; each imports
-# its library only when built
-from .. import adapters as _adapters  # noqa: E402,F401
+# the peer adapters (CAMEL, LangChain, HTTP services) are in the registry's lazy name table
+# (``registry.ADAPTERS``): imported when first built, never by this package
 
 __all__ = ["Context", "FullContextStrategy", "LongtermStrategy", "OracleStrategy", "RetrievalStrategy", "SessionStrategy", "Strategy", "WindowStrategy", "build",
            "build_strategy", "get", "make_embedder", "names", "register", "registry", "to_spec"]

@@ -1,12 +1,9 @@
-"""The strategy interface lives in ``memlab.strategy`` (core: the memories implement it);
-this module re-exports it beside the registry of strategies by name."""
+"""Kept for code that imports from here: the strategy interface is ``memlab.strategy`` and
+the registry ``memlab.strategies.registry``. Nothing in memlab imports this module."""
 
 from __future__ import annotations
 
-from ..base import Registry
 from ..strategy import Context, Strategy
+from .registry import registry
 
 __all__ = ["Context", "Strategy", "registry"]
-
-#: Built-in and user strategies by name: ``registry.get("hybrid", **params)``.
-registry: Registry[Strategy] = Registry("strategy")

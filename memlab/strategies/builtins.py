@@ -1,4 +1,6 @@
-"""The built-in strategies, registered by name.
+"""The built-in strategies (recipes), registered by name. The parts they assemble are in
+``parts``, embedders and LLMs by name in ``memlab.embeddings.named`` and
+``memlab.offline.named`` (their names stay importable from here).
 
     memlab.strategies.get("hybrid", embedder="minilm", weights=[0.8, 0.2])
 
@@ -15,74 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import ConfigError
-from ..embeddings.base import Embedder
-from .base import registry
+from ..embeddings.named import EMBEDDERS, default_cache_path, make_embedder  # noqa: F401 (public here too)
+from ..offline.named import make_llm  # noqa: F401 (public here too)
+from .parts import basic_retriever, contextual_bm25, hybrid_plus_retriever, recall_retriever
+from .parts import strong_tokenizer  # noqa: F401 (public here too)
+from .registry import registry
+from .spec import get, names  # noqa: F401 (public here too)
 from .memory import LongtermStrategy, WindowStrategy
 from .retrieval import RetrievalStrategy
-
-EMBEDDERS = ("hashing", "minilm", "e5")
-
-
-def default_cache_path() -> str:
-    """Where named semantic embedders keep their vectors: ``$MEMLAB_CACHE_DIR`` or ~/.cache/memlab."""
-    import os
-    from pathlib import Path
-
-    root = os.environ.get("MEMLAB_CACHE_DIR") or str(Path.home() / ".cache" / "memlab")
-    return str(Path(root) / "embeddings.sqlite3")
-
-
-def make_embedder(embedder: str | Embedder | None) -> Embedder:
-    """An embedder by name; semantic ones are wrapped in a content-addressed cache.
-
-    The cache is a SQLite file shared by every clone, sweep point, worker process and run,
-    keyed by the model's identity and the text, so a sweep over parameters that do not
-    change the embeddings (keep_rate, fusion weights, budgets) embeds each text once.
-    """
-    from ..embeddings.cache import CachedEmbedder
-    from ..embeddings.hashing import HashingEmbedder
-
-    if isinstance(embedder, Embedder):
-        return embedder
-    if embedder in (None, "hashing"):
-        return HashingEmbedder()
-    if embedder == "minilm":
-        from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
-
-        return CachedEmbedder(SentenceTransformerEmbedder(), path=default_cache_path())
-    if embedder == "e5":
-        from ..embeddings.e5 import E5Embedder
-
-        return CachedEmbedder(E5Embedder(), path=default_cache_path())
-    if isinstance(embedder, str) and embedder.startswith("st:") and len(embedder) > 3:
-        from ..embeddings.sentence_transformer import SentenceTransformerEmbedder
-
-        return CachedEmbedder(SentenceTransformerEmbedder(embedder[3:]), path=default_cache_path())
-    raise ConfigError(f"embedder must be one of {', '.join(EMBEDDERS)}, 'st:<model name or folder>' or an "
-                      f"Embedder, got {embedder!r}")
-
-
-def _retriever(kind: str, embedder: Any = "hashing", weights: list[float] | None = None,
-               fusion: str = "rrf"):
-    from ..retrieval import (
-        RRF,
-        BM25Retriever,
-        HybridRetriever,
-        VectorRetriever,
-        WeightedSum,
-    )
-
-    if kind == "bm25":
-        return BM25Retriever()
-    if kind == "vector":
-        return VectorRetriever(embedder=make_embedder(embedder))
-    if fusion not in ("rrf", "wsum"):
-        raise ConfigError(f"fusion must be 'rrf' or 'wsum', got {fusion!r}")
-    fuser = RRF(weights=weights) if fusion == "rrf" else WeightedSum(weights=weights)
-    return HybridRetriever(retrievers=[BM25Retriever(), VectorRetriever(embedder=make_embedder(embedder))],
-                           fusion=fuser)
-
 
 @registry.register("window")
 def window(window_size: int | None = 10, keep_rate: float = 0.9, token_limit: int = 2048) -> WindowStrategy:
@@ -100,7 +42,7 @@ def longterm(keep_rate: float = 0.9, window_size: int | None = None, retrieve_li
     for the contextual BM25 of ``bm25_plus`` alone, no model).
     """
     return LongtermStrategy(keep_rate=keep_rate, window_size=window_size, retrieve_limit=retrieve_limit,
-                            token_limit=token_limit, retriever=_recall_retriever(embedder))
+                            token_limit=token_limit, retriever=recall_retriever(embedder))
 
 
 @registry.register("bm25")
@@ -109,22 +51,6 @@ def bm25(k1: float = 1.5, b: float = 0.75) -> RetrievalStrategy:
     from ..retrieval import BM25Retriever
 
     return RetrievalStrategy(retriever=BM25Retriever(k1=k1, b=b))
-
-
-def strong_tokenizer(chinese: str = "char+bigram"):
-    """English stop words, Porter stemming, Chinese as characters and character pairs (strong built-ins)."""
-    from ..retrieval import Tokenizer
-
-    return Tokenizer(stopwords="english", stemmer="porter", chinese=chinese)
-
-
-def contextual_bm25(k1: float = 1.5, b: float = 0.75, before: int = 2, after: int = 1, own_weight: int = 2,
-                    neighbour_weight: int = 1, date: bool = True, chinese: str = "char+bigram"):
-    """BM25 with the strong tokenizer over contextual index texts (see ``ContextualRetriever``)."""
-    from ..retrieval import BM25Retriever, ContextualRetriever
-
-    return ContextualRetriever(BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b), before=before,
-                               after=after, own_weight=own_weight, neighbour_weight=neighbour_weight, date=date)
 
 
 @registry.register("bm25_plus")
@@ -157,31 +83,16 @@ def hybrid_plus(embedders: list[Any] | None = None, weights: list[float] | None 
                                                              after, own_weight, date, chinese))
 
 
-def hybrid_plus_retriever(embedders: list[Any] | None = None, weights: list[float] | None = None,
-                          normalization: str = "minmax", candidates: int = 50, before: int = 2, after: int = 1,
-                          own_weight: int = 2, date: bool = True, chinese: str = "char+bigram"):
-    """The retriever of ``hybrid_plus`` (see there), for strategies that recall with it."""
-    from ..retrieval import HybridRetriever, VectorRetriever, WeightedSum
-
-    names = ["e5"] if embedders is None else list(embedders)
-    if weights is None:
-        weights = [1.0] + [0.7] * len(names)
-    children = [contextual_bm25(before=before, after=after, own_weight=own_weight, date=date, chinese=chinese)]
-    children += [VectorRetriever(embedder=make_embedder(e)) for e in names]
-    return HybridRetriever(children, fusion=WeightedSum(normalization=normalization), weights=weights,
-                           candidates=candidates)
-
-
 @registry.register("vector")
 def vector(embedder: Any = "hashing") -> RetrievalStrategy:
     """Cosine similarity of embeddings (hashing by default; "e5" or "minilm" for semantic)."""
-    return RetrievalStrategy(retriever=_retriever("vector", embedder))
+    return RetrievalStrategy(retriever=basic_retriever("vector", embedder))
 
 
 @registry.register("hybrid")
 def hybrid(embedder: Any = "hashing", weights: list[float] | None = None, fusion: str = "rrf") -> RetrievalStrategy:
     """BM25 + vector fused by weighted RRF (k=60) or a weighted sum of min-max scores."""
-    return RetrievalStrategy(retriever=_retriever("hybrid", embedder, weights, fusion))
+    return RetrievalStrategy(retriever=basic_retriever("hybrid", embedder, weights, fusion))
 
 
 @registry.register("bm25_prf")
@@ -212,8 +123,8 @@ def hybrid_decay(embedder: Any = "e5", weights: list[float] | None = None, decay
     """
     from ..decay import Ebbinghaus
 
-    names = list(embedder) if isinstance(embedder, (list, tuple)) else [embedder]
-    strategy = hybrid_plus(embedders=names, weights=weights)
+    embedders = list(embedder) if isinstance(embedder, (list, tuple)) else [embedder]
+    strategy = hybrid_plus(embedders=embedders, weights=weights)
     strategy.set_params(decay=Ebbinghaus(time_unit=time_unit, strength_growth=strength_growth,
                                          forget_threshold=forget_threshold),
                         decay_combine="prior", decay_weight=decay_weight)
@@ -249,15 +160,8 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
     # an explicit Load (the default one) so that ``load_step__token_limit`` can be set
     return LayeredMemory(short_term=ShortTermMemory(max_turns=max_turns, keep_recent=keep_recent,
                                                     token_budget=token_budget, summarizer=summarizer),
-                         retrieve_step=Retrieve(retriever=_recall_retriever(embedder)), load_step=Load(),
+                         retrieve_step=Retrieve(retriever=recall_retriever(embedder)), load_step=Load(),
                          update_step=Update(keep_events=True, archive_summaries=False), llm=model)
-
-
-def _recall_retriever(embedder: Any):
-    """``bm25_plus``'s retriever when ``embedder`` is None, else ``hybrid_plus``'s with it (a name or a list)."""
-    if embedder is None:
-        return contextual_bm25()
-    return hybrid_plus_retriever(embedders=list(embedder) if isinstance(embedder, (list, tuple)) else [embedder])
 
 
 @registry.register("layered_lifecycle")
@@ -314,34 +218,3 @@ def layered_lifecycle(llm: Any = None, max_turns: int | None = 10, keep_recent: 
         update_step=LifecycleUpdate(summarize_every=summarize_every, consolidate_every=consolidate_every,
                                     merger=merger, abstractor=abstractor),
         llm=model)
-
-
-def make_llm(llm: Any):
-    """An LLM by name: None, "offline", "openai", or an LLM instance."""
-    from ..llm.base import LLM
-
-    if llm is None or isinstance(llm, LLM):
-        return llm
-    if llm == "offline":
-        from ..llm.offline import OfflineLLM
-
-        return OfflineLLM()
-    if llm == "openai":
-        from pathlib import Path
-
-        from ..llm.cache import ResponseCache
-        from ..llm.openai_chat import OpenAIChat
-
-        return OpenAIChat(cache=ResponseCache(str(Path(default_cache_path()).with_name("responses.sqlite3"))))
-    raise ConfigError(f"llm must be None, 'offline', 'openai' or an LLM, got {llm!r}")
-
-
-def get(name: str, **params: Any):
-    """Build the strategy registered as ``name`` (factory arguments or nested set_params keys)."""
-    from .spec import build_named
-
-    return build_named(name, params)
-
-
-def names() -> list[str]:
-    return registry.names()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..base import ConfigError
+from ..capabilities import capabilities_of
 from ..blocks.chat_history import ChatHistoryBlock
 from ..blocks.vectordb import VectorDBBlock
 from ..context import ScoreBasedContextCreator
@@ -19,11 +20,10 @@ from ..memories.agent import ChatHistoryMemory, LongtermAgentMemory
 from ..records import ContextRecord, Hit, MemoryRecord
 from ..filters import Where, filter_view, matches
 from ..retrieval.base import Retriever
-from ..storage.vector import NumpyVectorStore, VectorStore
+from ..storage.vector import VectorStore
 from ..tokens import TokenCounter
-from .base import Context, Strategy
+from ..strategy import Context, Strategy
 from .history_budget import HistoryBudget, is_plain
-from .retrieval import source_ids
 
 
 def _hits(records: list[ContextRecord], k: int) -> list[Hit]:
@@ -52,13 +52,7 @@ def _set_query_params(strategy: Strategy, params: dict[str, Any], apply: Callabl
 
 
 def _context(creator: ScoreBasedContextCreator, records: list[ContextRecord]) -> Context:
-    return _context_of([c.memory_record for c in creator.select(records)], creator.counter)
-
-
-def _context_of(memories: list[MemoryRecord], counter: TokenCounter) -> Context:
-    messages = [r.to_openai() for r in memories]
-    return Context(messages=messages, token_count=counter.count_messages(messages) if messages else 0,
-                   record_ids=[r.id for r in memories], source_ids=source_ids(memories))
+    return Context.of([c.memory_record for c in creator.select(records)], creator.counter)
 
 
 class WindowStrategy(Strategy):
@@ -92,7 +86,7 @@ class WindowStrategy(Strategy):
         """Set query-time parameters (``query_time_params``) keeping what was observed."""
         def apply() -> None:
             self._creator.set_params(token_limit=self.token_limit)
-            self._memory.block.set_params(keep_rate=self.keep_rate)  # same storage: rescoring only
+            self._memory.set_params(keep_rate=self.keep_rate)  # same storage: rescoring only
 
         _set_query_params(self, params, apply)
 
@@ -187,7 +181,7 @@ class LongtermStrategy(Strategy):
         """Set query-time parameters (``query_time_params``) keeping what was observed."""
         def apply() -> None:
             self._creator.set_params(token_limit=self.token_limit)
-            self._memory.history_block.set_params(keep_rate=self.keep_rate)  # same storage: rescoring only
+            self._memory.set_params(chat_history_block__keep_rate=self.keep_rate)  # rescoring only
 
         _set_query_params(self, params, apply)
 
@@ -211,13 +205,13 @@ class LongtermStrategy(Strategy):
     def _recall(self, query: str, limit: int) -> list[ContextRecord]:
         """The ``limit`` most similar records, best first; retrieve and build_context share one search.
 
-        The exact numpy store ranks stably (ties by insertion order), so the best ``limit``
+        An exact store (the numpy one) ranks stably (ties by insertion order), so the best ``limit``
         are the first ``limit`` of any longer list searched at the same state.
         """
         key = (query, self._version)
         memo = self._recall_memo
         if memo is not None and memo[0] == key and (memo[1] == limit or (
-                memo[1] > limit and isinstance(self._memory.vector_block.store, NumpyVectorStore))):
+                memo[1] > limit and capabilities_of(self._memory.vector_block.store).exact_search)):
             return memo[2][:limit]
         found = self._search(query, limit)
         self._recall_memo = (key, limit, found)
@@ -284,7 +278,7 @@ class LongtermStrategy(Strategy):
         ``retrieve_limit`` hits: the general path's deeper search gives the same ones for
         an exact retriever, but a fusing one (hybrid) may rank a deeper search differently.
         """
-        history = self._memory.history_block._history()
+        history = self._memory.history_block.view()
         raised: dict[int, float] = {}
         if self.retrieve_limit:
             n = len(history)
@@ -293,7 +287,7 @@ class LongtermStrategy(Strategy):
                 if cand.score > float(self.keep_rate ** (n - 1 - j)):
                     raised[j] = cand.score
         kept = self._budget.select(history, self.keep_rate, self.token_limit, raised)
-        return _context_of([history[j] for j in kept], self._creator.counter)
+        return Context.of([history[j] for j in kept], self._creator.counter)
 
     def _position(self, history: list[MemoryRecord], id: str) -> int:
         index = self._position_index

@@ -26,20 +26,14 @@ from typing import Any
 
 from ..base import Param
 from ..records import Hit, MemoryRecord
-from ..retrieval.filters import Where, filter_view, matches
+from ..filters import Where, filter_view, matches
 from ..tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter
-from .base import Context, Strategy, registry
+from ..strategy import Context, Strategy
+from .registry import registry
 
 
 def _counter(counter: TokenCounter | None) -> TokenCounter:
     return counter if counter is not None else TiktokenCounter()
-
-
-def _context(records: list[MemoryRecord], counter: TokenCounter) -> Context:
-    messages = [r.to_openai() for r in records]
-    sources = list(dict.fromkeys(s for r in records for s in (r.source_ids or [r.id])))
-    return Context(messages=messages, token_count=counter.count_messages(messages) if messages else 0,
-                   record_ids=[r.id for r in records], source_ids=sources)
 
 
 def _hits(records: list[MemoryRecord], k: int, where: Where | None) -> list[Hit]:
@@ -92,7 +86,7 @@ class OracleStrategy(Strategy):
         return _hits(self._gold_records(), k, where) if k > 0 else []
 
     def build_context(self, query: str, *, now: float | None = None) -> Context:
-        return _context(self._gold_records(), self._counter)
+        return Context.of(self._gold_records(), self._counter)
 
 
 @registry.register("full_context")
@@ -137,4 +131,4 @@ class FullContextStrategy(Strategy):
         return _hits(self._kept()[::-1], k, where) if k > 0 else []
 
     def build_context(self, query: str, *, now: float | None = None) -> Context:
-        return _context(self._kept(), self._counter)
+        return Context.of(self._kept(), self._counter)

@@ -16,15 +16,17 @@ records them all.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from ..base import Param
+from ..capabilities import Capabilities, any_part, capabilities_of
 from ..context import ScoreBasedContextCreator
 from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
 from ..filters import Where
 from ..tokens import TiktokenCounter, TokenCounter
-from .base import Context, Strategy
+from ..strategy import Context, Strategy, source_ids  # noqa: F401 (source_ids: still importable here)
 
 
 class RetrievalStrategy(Strategy):
@@ -120,23 +122,18 @@ class RetrievalStrategy(Strategy):
             chain = ExpansionRetriever(chain, self.expansion)
         self._decay: DecayRetriever | None = None
         if self.decay is not None:
+            self.decay.reset()  # a stochastic model restarts its draws: reset gives a fresh clone
             # the strategy decides what counts as a recall (see ``reinforce``), not the search
             chain = self._decay = DecayRetriever(chain, self.decay, combine=self.decay_combine,
                                                  weight=self.decay_weight, reinforce="none")
         self._chain = chain
-        inner = [base, *base.get_params(deep=True).values()]
-        self._memoisable = not any(
-            getattr(c, "stochastic", False) is True or (isinstance(c, DecayRetriever) and c.reinforce != "none")
-            for c in [self.decay, *inner])
+        # Searches that change the memory themselves (a stochastic forgetting model draws at
+        # each search; a DecayRetriever that reinforces what it returns) are never memoised.
+        self._memoisable = any_part([self.decay, base]).asking_changes_nothing
         # An exact retriever ranks the same way for any k (ties by insertion order), so with
         # nothing re-ranking its list the strategy asks for k hits, not ``candidates``, and
         # serves a shorter request from a longer memoised one.
-        from ..retrieval import VectorRetriever
-        from ..storage.vector import NumpyVectorStore
-
-        self._exact = (chain is base and not self._selectors() and (
-            type(base) is BM25Retriever
-            or (type(base) is VectorRetriever and type(getattr(base, "_store", None)) is NumpyVectorStore)))
+        self._exact = chain is base and not self._selectors() and capabilities_of(base).exact_search
         self._history: list[MemoryRecord] = []
         self._last_recall: tuple[str, float | None] | None = None
         self._version = 0  # bumped by every change of what a search sees (observe, reinforce)
@@ -144,6 +141,15 @@ class RetrievalStrategy(Strategy):
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
         self._creator = ScoreBasedContextCreator(token_counter=self._counter,
                                                  token_limit=self.token_limit)
+
+    def capabilities(self) -> Capabilities:
+        """``Strategy.capabilities`` plus ``exact_search`` (true when the retriever searches
+        exactly and nothing, expansion, decay or selection, re-ranks its list) and
+        ``search_changes_state`` when ``decay`` is reinforced by recalls."""
+        found = super().capabilities()
+        reinforces = self.decay is not None and self.reinforce != "none"  # recalls strengthen memories
+        return dataclasses.replace(found, exact_search=self._exact,
+                                   search_changes_state=found.search_changes_state or reinforces)
 
     def _selectors(self) -> list[Any]:
         if self.selection is None:
@@ -223,13 +229,10 @@ class RetrievalStrategy(Strategy):
             system = MemoryRecord(Role.SYSTEM, self.system_prompt, id="__system__", timestamp=first - 1)
             records.insert(0, ContextRecord(system, 1.0, system.timestamp))
         kept = self._creator.select(records)
-        messages = [c.memory_record.to_openai() for c in kept]
         memories = [c.memory_record for c in kept if c.id != "__system__"]
         if self.reinforce == "used":
             self._reinforce([r.id for r in memories if r.id in recalled], self._now(now))
-        return Context(messages=messages,
-                       token_count=self._counter.count_messages(messages) if messages else 0,
-                       record_ids=[r.id for r in memories], source_ids=source_ids(memories))
+        return Context.of(memories, self._counter, messages=[c.memory_record.to_openai() for c in kept])
 
     # -- helpers ----------------------------------------------------------------------
     def _now(self, now: float | None) -> float | None:
@@ -244,11 +247,3 @@ def _copy_hit(hit: Hit) -> Hit:
     out.__dict__.update(hit.__dict__)
     return out
 
-
-def source_ids(records: list[MemoryRecord]) -> list[str]:
-    """The dialogue turns a list of memories stands for, each once, in order."""
-    seen: dict[str, None] = {}
-    for r in records:
-        for s in r.source_ids:
-            seen.setdefault(s, None)
-    return list(seen)

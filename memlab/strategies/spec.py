@@ -19,12 +19,13 @@ form, so a configuration can be saved beside its results and rebuilt exactly.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any, Mapping
 
 from ..base import Component, ConfigError, did_you_mean
-from .base import Strategy, registry
+from ..classpath import class_path, import_class
+from ..strategy import Strategy
+from .registry import registry
 
 
 def build(spec: Any) -> Any:
@@ -74,25 +75,11 @@ def build_named(name: str, params: Mapping[str, Any]) -> Strategy:
     return strategy
 
 
-def import_class(path: str) -> type:
-    module_name, _, attr = path.rpartition(".")
-    if not module_name:
-        raise ConfigError(f"class path must be 'package.module.Class', got {path!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"cannot import module {module_name!r} for class {path!r}: {exc}") from None
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ConfigError(f"module {module_name!r} has no class {attr!r}") from None
-
-
 def to_spec(obj: Any) -> Any:
     """The class-form spec of a component (values that are components become specs too)."""
     if isinstance(obj, Component):
         cls = type(obj)
-        return {"class": f"{cls.__module__}.{cls.__qualname__}",
+        return {"class": class_path(cls),
                 "params": {k: to_spec(v) for k, v in obj.get_params(deep=False).items()}}
     if isinstance(obj, (list, tuple)):
         return [to_spec(v) for v in obj]
@@ -113,3 +100,13 @@ def _accepted_args(factory: Any) -> set[str]:
     target = factory.__init__ if inspect.isclass(factory) else factory
     params = inspect.signature(target).parameters
     return {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_POSITIONAL,)}
+
+
+def get(name: str, **params: Any) -> Strategy:
+    """Build the strategy registered as ``name`` (factory arguments or nested set_params keys)."""
+    return build_named(name, params)
+
+
+def names() -> list[str]:
+    """The registered strategy names, sorted."""
+    return registry.names()

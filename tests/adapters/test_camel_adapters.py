@@ -37,7 +37,10 @@ camel = pytest.importorskip("camel", reason="the camel extra is not installed: p
 
 @pytest.mark.parametrize("name", ["camel_chat_history", "camel_longterm"])
 def test_camel_strategies_pass_the_check_suite(name: str) -> None:
-    assert check_strategy(strategies.get(name)) == CHECKS
+    strategy = strategies.get(name)
+    # CAMEL's long-term memory writes the question into qdrant and takes it out: declared
+    # as changing on search, so the suite does not ask it twice
+    assert check_strategy(strategy) == CHECKS + ["asking_changes_nothing"] * (name == "camel_chat_history")
 
 
 def _fed(strategy):

@@ -14,7 +14,7 @@ import pytest
 from memlab import strategies
 from memlab.base import MemlabError
 from memlab.cli import main
-from memlab.eval.metrics import (BOUNDED, CONTEXT_METRICS, RETRIEVAL_METRICS, ProbeRow, compute_metrics, expand,
+from memlab.eval.metrics import (BOUNDED, CONTEXT_METRICS, RETRIEVAL_METRICS, RowView, compute_metrics, expand,
                                  get_metric, is_bounded, metric_columns, parse_column, register_metric,
                                  registered, unregister_metric)
 from memlab.eval.replay import load_any, replay
@@ -52,7 +52,7 @@ def test_every_built_in_per_row_function_equals_its_column():
     computed = [m for m in registered() if m.fn is not None]
     assert {m.key for m in computed} >= {"recall@k", "session_ndcg@k", "context_recall", "tokens@Btok"}
     for n, (_, raw) in enumerate(rows.iterrows()):
-        row = ProbeRow(gold=list(dict.fromkeys(raw["gold"])),
+        row = RowView(gold=list(dict.fromkeys(raw["gold"])),
                        items=[list(i) for i in (raw["retrieved_source_ids"] if raw["retrieved_source_ids"]
                                                 is not None else [[x] for x in raw["retrieved_ids"]])],
                        tokens=list(raw["retrieved_tokens"]), context=list(dict.fromkeys(raw["context_ids"])),

@@ -48,23 +48,12 @@ class SlowWindow(WindowStrategy):
 '''
 
 
-def _sweep_file(folder: Path, data: Path, delay: float, n_jobs: int = 1, points: int = 4) -> Path:
+def _sweep_file(sweep_toml, folder: Path, data: Path, delay: float, n_jobs: int = 1, points: int = 4) -> Path:
     """A sweep of ``SlowWindow`` (module ``slow`` in ``folder``, importable by joblib's workers)."""
     (folder / "slow.py").write_text(SLOW)
-    toml = folder / "s.toml"
-    toml.write_text(f'''
-[dataset]
-path = "{data}"
-[strategy]
-class = "slow.SlowWindow"
-params = {{ delay = {delay} }}
-[grid]
-window_size = {list(range(1, points + 1))}
-[run]
-ks = [1, 3]
-n_jobs = {n_jobs}
-''')
-    return toml
+    return sweep_toml(folder=folder, dataset={"path": data},
+                      strategy={"class": "slow.SlowWindow", "params": {"delay": delay}},
+                      grid={"window_size": list(range(1, points + 1))}, run={"ks": [1, 3], "n_jobs": n_jobs})
 
 
 def _env(folder: Path) -> dict[str, str]:
@@ -106,8 +95,8 @@ def slow_module(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
-def test_a_killed_sweep_resumes_with_only_the_missing_cells(tmp_path, tiny_file, capsys, how, slow_module):
-    toml = _sweep_file(tmp_path, tiny_file, delay=0.1)
+def test_a_killed_sweep_resumes_with_only_the_missing_cells(tmp_path, sweep_toml, tiny_file, capsys, how, slow_module):
+    toml = _sweep_file(sweep_toml, tmp_path, tiny_file, delay=0.1)
     out = tmp_path / "out"
     hold = tmp_path / "hold"  # the kill lands while a later cell is under way, however loaded the machine
     hold.touch()
@@ -137,8 +126,9 @@ def test_a_killed_sweep_resumes_with_only_the_missing_cells(tmp_path, tiny_file,
     pd.testing.assert_frame_equal(_table(out), _table(whole))
 
 
-def test_fresh_recomputes_every_cell_and_a_changed_point_is_a_new_cell(tmp_path, tiny_file, capsys, slow_module):
-    toml = _sweep_file(tmp_path, tiny_file, delay=0.0, points=2)
+def test_fresh_recomputes_every_cell_and_a_changed_point_is_a_new_cell(tmp_path, sweep_toml, tiny_file, capsys,
+                                                                      slow_module):
+    toml = _sweep_file(sweep_toml, tmp_path, tiny_file, delay=0.0, points=2)
     out = tmp_path / "out"
     assert main(["sweep", str(toml), "--output", str(out), "--quiet"]) == 0
     assert main(["sweep", str(toml), "--output", str(out), "--quiet"]) == 0
@@ -163,10 +153,10 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; prctl is Linux's")
-def test_joblib_workers_die_within_seconds_of_a_sigkilled_sweep(tmp_path, tiny_file):
+def test_joblib_workers_die_within_seconds_of_a_sigkilled_sweep(tmp_path, sweep_toml, tiny_file):
     # each dialogue takes ~15 s: a worker that notices its dead parent only between tasks
     # would outlive the sweep by that long
-    toml = _sweep_file(tmp_path, tiny_file, delay=3.0, n_jobs=2, points=1)
+    toml = _sweep_file(sweep_toml, tmp_path, tiny_file, delay=3.0, n_jobs=2, points=1)
     marks = tmp_path / "marks"
     marks.mkdir()
     proc = _start(toml, tmp_path / "out", SLOW_MARKS=str(marks))
@@ -205,14 +195,15 @@ def mine_slow_window(window_size: int = 3) -> SlowWindow:
 TRIALS = int(os.environ.get("MEMLAB_CRASH_TRIALS", "2"))
 
 
-def test_a_sweep_killed_while_writing_leaves_the_previous_complete_set(tmp_path, tiny_file, capsys, slow_module):
+def test_a_sweep_killed_while_writing_leaves_the_previous_complete_set(tmp_path, sweep_toml, tiny_file, capsys,
+                                                                       slow_module):
     """SIGKILL as soon as the output files are being written: results.parquet, summary.csv and
     summary.md are still all from the previous run, or all from the new one."""
     out = tmp_path / "out"
-    toml = _sweep_file(tmp_path, tiny_file, delay=0.0, points=1)
+    toml = _sweep_file(sweep_toml, tmp_path, tiny_file, delay=0.0, points=1)
     assert main(["sweep", str(toml), "--output", str(out), "--quiet"]) == 0
     capsys.readouterr()
-    toml = _sweep_file(tmp_path, tiny_file, delay=0.0, points=3)
+    toml = _sweep_file(sweep_toml, tmp_path, tiny_file, delay=0.0, points=3)
     for _ in range(TRIALS):
         proc = _start(toml, out)
         while proc.poll() is None and not list(out.glob(".results.parquet.*.tmp")):  # the slowest file

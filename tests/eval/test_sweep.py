@@ -56,19 +56,9 @@ def test_run_config_writes_table_summary_and_plots(tmp_path, tiny_file):
     assert len(result.summary) == 4
 
 
-def test_sweep_command_from_a_toml_file(tmp_path, tiny_file, capsys):
-    toml = tmp_path / "s.toml"
-    toml.write_text(f'''
-[dataset]
-path = "{tiny_file.name}"
-[strategy]
-name = "window"
-[grid]
-window_size = [1, 3]
-[run]
-ks = [1]
-output = "out"
-''')
+def test_sweep_command_from_a_toml_file(tmp_path, tiny_file, capsys, sweep_toml):
+    toml = sweep_toml(dataset={"path": tiny_file.name}, strategy={"name": "window"}, grid={"window_size": [1, 3]},
+                      run={"ks": [1], "output": "out"})
     assert main(["sweep", str(toml)]) == 0
     assert "window window_size=1" in capsys.readouterr().out
     assert (tmp_path / "out" / "results.parquet").exists()

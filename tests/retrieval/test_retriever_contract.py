@@ -30,9 +30,10 @@ FACTORIES = {
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 def test_every_retriever_passes_check_retriever(name):
-    assert check_retriever(FACTORIES[name]()) == [
-        "is_retriever", "parts_are_parameters", "hits_obey_the_contract", "records_are_honest", "deterministic",
-        "reset_is_fresh", "picklable", "params_unchanged_by_use"]
+    retriever = FACTORIES[name]()
+    assert check_retriever(retriever) == [
+        "is_retriever", "parts_are_parameters", "hits_obey_the_contract", "records_are_honest", "deterministic", "reset_is_fresh",
+        "picklable", "params_unchanged_by_use"] + ["exact_search_is_a_prefix"] * retriever.capabilities().exact_search
 
 
 def test_check_retriever_names_the_failed_check():

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 from .compute import compute_metrics
 from .cuts import budget_prefix
-from .registry import (BOUNDED, Metric, MetricColumn, ProbeRow, expand, get_metric, is_bounded, is_metric_column,
+from .registry import (BOUNDED, Metric, MetricColumn, RowView, expand, get_metric, is_bounded, is_metric_column,
                        nan_reason, parse_column, register_metric, registered, report_columns, unregister_metric)
 from .replayed import ANSWER_METRICS, LIFECYCLE_METRICS
 from .sessions import (SESSION_BUDGET_METRICS, SESSION_COLUMNS, SESSION_METRICS, session_budget_metrics,
@@ -92,7 +92,7 @@ CONTEXT_METRICS = tuple(m.name for m in registered(batch="context"))
 
 __all__ = [
     "ANSWER_METRICS", "BOUNDED", "BUDGET_METRICS", "CONTEXT_METRICS", "COST_COLUMNS", "LIFECYCLE_METRICS", "Metric",
-    "Item", "MetricColumn", "NAN", "ProbeRow", "REQUIRED_COLUMNS", "RETRIEVAL_METRICS", "SESSION_BUDGET_METRICS",
+    "Item", "MetricColumn", "NAN", "RowView", "REQUIRED_COLUMNS", "RETRIEVAL_METRICS", "SESSION_BUDGET_METRICS",
     "SESSION_COLUMNS", "SESSION_METRICS", "budget_metrics", "budget_prefix", "compute_metrics", "context_metrics",
     "expand", "get_metric", "hit_rate_at_k", "is_bounded", "is_metric_column", "metric_columns", "mrr_at_k",
     "nan_notes", "nan_reason", "ndcg_at_k", "parse_column", "recall_all_at_k", "recall_at_k", "register_metric",

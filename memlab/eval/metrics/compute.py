@@ -4,7 +4,7 @@ Built-in metrics are filled by one pass over plain lists per row (``turns.retrie
 ``turns.budget_into``, ``turns.context_into``, ``sessions.session_into``: the same
 arithmetic as their per-row functions, pinned equal by tests, without a pandas Series per
 row); a metric registered without a batch (a user metric) is computed by calling its
-per-row function on each row's ``ProbeRow``.
+per-row function on each row's ``RowView``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 
 from ...base import MemlabError
 from .cuts import _check_k, budget_prefix
-from .registry import Metric, ProbeRow, expand, registered
+from .registry import Metric, RowView, expand, registered
 from .sessions import session_into
 from .turns import NAN, REQUIRED_COLUMNS, _ids, _unique, budget_into, context_into, retrieval_into
 
@@ -137,7 +137,7 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
                                   f"{len(tokens)} retrieved_tokens")
             session_into(columns, item_sessions, set(gold_sessions), ks, prefixes)
         if user:
-            row = ProbeRow(gold=gold, items=items, tokens=[int(t) for t in tokens], context=ctx,
+            row = RowView(gold=gold, items=items, tokens=[int(t) for t in tokens], context=ctx,
                            gold_sessions=gold_sessions, retrieved_sessions=item_sessions,
                            row=records[n])  # type: ignore[index]
             for metric, col, value in user_columns:
@@ -148,7 +148,7 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
     return out
 
 
-def _call(metric: Metric, row: ProbeRow, param: int | None, column: str, n: int) -> float:
+def _call(metric: Metric, row: RowView, param: int | None, column: str, n: int) -> float:
     try:
         value = metric.fn(row, param)  # type: ignore[misc]
     except Exception as exc:

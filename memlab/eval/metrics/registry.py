@@ -16,11 +16,11 @@ plot axes -- asks this registry, so a metric registered here is found everywhere
 
 A user metric is one function and one call (see ``experiments/f1_metric.py``)::
 
-    def f1_at_k(row: ProbeRow, k: int) -> float:
+    def f1_at_k(row: RowView, k: int) -> float:
         ...
     register_metric("f1", f1_at_k, view="retrieval", param="k", bounded=True)
 
-``row`` is the probe's ``ProbeRow``: its distinct gold turn ids, ranked items (each a list
+``row`` is the probe's ``RowView``: its distinct gold turn ids, ranked items (each a list
 of source turn ids), item tokens, context ids, gold and retrieved sessions and the raw
 row. Return NaN for a probe the metric does not score (means skip it).
 """
@@ -41,8 +41,9 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
-class ProbeRow:
-    """What a per-row metric function sees of one probe (lists already parsed).
+class RowView:
+    """One probe row as a metric function sees it (lists already parsed; the row schema is
+    ``memlab.eval.rows.ProbeRow``).
 
     ``items`` are the ranked items, each the list of turn ids it stands for (its source
     ids); ``tokens`` their tokens (empty when the row has none); ``context`` the distinct
@@ -77,7 +78,7 @@ class Metric:
     """
 
     name: str
-    fn: Callable[[ProbeRow, Any], float] | None
+    fn: Callable[[RowView, Any], float] | None
     view: str
     param: str | None = None
     bounded: bool = True
@@ -128,7 +129,7 @@ _PARSED: dict[str, MetricColumn | None] = {}
 _COLUMN = re.compile(r"^(?P<name>[a-z][a-z0-9_]*?)(?:@(?P<value>\d+)(?P<tok>tok)?)?$")
 
 
-def register_metric(name: str, fn: Callable[[ProbeRow, Any], float] | None = None, *, view: str = "retrieval",
+def register_metric(name: str, fn: Callable[[RowView, Any], float] | None = None, *, view: str = "retrieval",
                     param: str | None = None, bounded: bool = True, needs: Iterable[str] = (),
                     unscored: str | None = None, brief: bool = False, batch: str | None = None,
                     computed_by: str | None = None, doc: str | None = None,

@@ -52,7 +52,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...base import MemlabError
-from .registry import ProbeRow, register_metric, registered
+from .registry import RowView, register_metric, registered
 from .cuts import _check_k, budget_prefix
 
 NAN = float("nan")
@@ -120,7 +120,7 @@ def session_ndcg_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable
 def session_metrics(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
                     ks: Sequence[int]) -> dict[str, float]:
     """``<metric>@k`` for every metric of ``SESSION_METRICS`` and every k."""
-    row = ProbeRow(gold=[], gold_sessions=[str(s) for s in dict.fromkeys(gold_sessions)],
+    row = RowView(gold=[], gold_sessions=[str(s) for s in dict.fromkeys(gold_sessions)],
                    retrieved_sessions=[_sessions(i) for i in retrieved_sessions])
     return {m.column(k): m.fn(row, k)  # type: ignore[misc]
             for m in registered(batch="sessions", param="k") for k in ks}
@@ -132,7 +132,7 @@ def session_budget_metrics(retrieved_sessions: Sequence[Any], tokens: Sequence[i
     if len(tokens) != len(retrieved_sessions):
         raise MemlabError(f"retrieved_tokens has {len(tokens)} entries for {len(retrieved_sessions)} "
                           f"retrieved_sessions items")
-    row = ProbeRow(gold=[], tokens=[int(t) for t in tokens],
+    row = RowView(gold=[], tokens=[int(t) for t in tokens],
                    gold_sessions=[str(s) for s in dict.fromkeys(gold_sessions)],
                    retrieved_sessions=[_sessions(i) for i in retrieved_sessions])
     return {m.column(b): m.fn(row, b) for b in budgets  # type: ignore[misc]
@@ -184,7 +184,7 @@ def session_into(columns: dict[str, list[float]], items: list[list[str]], g: set
 _UNSCORED = "a probe without gold sessions (no gold evidence) is unscored"
 
 
-def _kept(row: ProbeRow, b: int) -> list[list[str]]:
+def _kept(row: RowView, b: int) -> list[list[str]]:
     return row.retrieved_sessions[:budget_prefix(row.tokens, b)]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...base import MemlabError
 from .cuts import _check_k, budget_prefix
-from .registry import Metric, ProbeRow, register_metric, registered
+from .registry import Metric, RowView, register_metric, registered
 
 Item = str | Sequence[str]
 NAN = float("nan")
@@ -109,7 +109,7 @@ def budget_metrics(retrieved: Sequence[Item], tokens: Sequence[int], gold: Itera
     every registered turn-level @Btok metric, by its per-row function."""
     if len(tokens) != len(retrieved):
         raise MemlabError(f"retrieved_tokens has {len(tokens)} entries for {len(retrieved)} retrieved items")
-    row = ProbeRow(gold=_unique(gold), items=[_ids(i) for i in retrieved], tokens=[int(t) for t in tokens])
+    row = RowView(gold=_unique(gold), items=[_ids(i) for i in retrieved], tokens=[int(t) for t in tokens])
     return {m.column(b): m.fn(row, b) for b in budgets for m in _batch("turn_budget")}  # type: ignore[misc]
 
 
@@ -120,13 +120,13 @@ def _unique(ids: Iterable[str]) -> list[str]:
 def context_metrics(context_ids: Sequence[str], gold: Iterable[str]) -> dict[str, float]:
     """The context view: hit rate, recall, recall_all, relevance ratio over the distinct context ids
     (every registered context metric of the built-in batch, by its per-row function)."""
-    row = ProbeRow(gold=_unique(gold), context=_unique(context_ids))
+    row = RowView(gold=_unique(gold), context=_unique(context_ids))
     return {m.name: m.fn(row, None) for m in _batch("context")}  # type: ignore[misc]
 
 
 def retrieval_metrics(retrieved: Sequence[Item], gold: Iterable[str], ks: Sequence[int]) -> dict[str, float]:
     """``<metric>@k`` for every built-in turn-level @k metric (``RETRIEVAL_METRICS``) and every k."""
-    row = ProbeRow(gold=_unique(gold), items=[_ids(i) for i in retrieved])
+    row = RowView(gold=_unique(gold), items=[_ids(i) for i in retrieved])
     return {m.column(k): m.fn(row, k) for m in _batch("turns") for k in ks}  # type: ignore[misc]
 
 
@@ -185,7 +185,7 @@ def retrieval_into(columns: dict[str, list[float]], items: list[list[str]], g: s
 
 
 
-def _budget_prefix_of(row: ProbeRow, b: int) -> list[list[str]]:
+def _budget_prefix_of(row: RowView, b: int) -> list[list[str]]:
     return row.items[:budget_prefix(row.tokens, b)]
 
 

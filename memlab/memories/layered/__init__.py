@@ -3,31 +3,23 @@ in SQLite + a vector store, and a working-memory pipeline joining them; lifecycl
 (merging, abstraction, periodic summaries, gists) in ``merge``, ``abstraction``,
 ``lifecycle`` and ``gist``."""
 
-from .extraction import ExtractedMemory, Extractor, LLMExtractor, RuleBasedExtractor
+from ...extraction import ExtractedMemory, Extractor, LLMExtractor, RuleBasedExtractor
 from .abstraction import AbstractionRetrieve, Abstractor, LLMAbstractor
 from .gist import FirstSentenceGist, GistFilter, LLMGist
 from .layered import LayeredMemory
 from .lifecycle import LifecycleUpdate
-from .long_term import LongTermMemory, RepairReport
+from .long_term import LongTermMemory, LongTermRetriever, RepairReport
 from .merge import LLMMerger, Merger
 from .short_term import ShortTermMemory
-from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .working import (
-                      CONFLICT_INSTRUCTION,
-                      Answer,
-                      Filter,
-                      HyDEExpander,
-                      Layers,
-                      LLMQueryRewriter,
-                      LLMRelevanceFilter,
-                      Load,
-                      LongTermRetriever,
-                      MultiQueryExpander,
-                      Retrieve,
-                      Step,
-                      Update,
-                      WorkingState,
-)
+from ...summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from ...retrieval.llm_expansion import HyDEExpander, LLMQueryRewriter, MultiQueryExpander
+from ...retrieval.llm_filter import LLMRelevanceFilter
+from .steps.answer import Answer
+from .steps.filter import Filter
+from .steps.load import CONFLICT_INSTRUCTION, Load
+from .steps.retrieve import Retrieve
+from .steps.state import Layers, Step, WorkingState
+from .steps.update import Update
 
 __all__ = ["ExtractedMemory", "Extractor", "LLMExtractor", "RuleBasedExtractor", "LayeredMemory",
            "LongTermMemory", "RepairReport", "ShortTermMemory", "ExtractiveSummarizer", "LLMSummarizer",

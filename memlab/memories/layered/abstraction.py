@@ -16,10 +16,11 @@ from typing import Any
 from ...base import Component, Param
 from ...llm.base import LLM, LLMProgram, LLMUsage, UsesLLM
 from ...llm.prompts import abstract_prompt, strip_fences
-from ...llm.text import recurring_terms, recurring_topic
+from ...text import recurring_terms, recurring_topic
 from ...records import MEMORY_TYPES_PARAM, Hit, MemoryRecord
 from .long_term import LongTermMemory
-from .working import Layers, Retrieve, WorkingState
+from .steps.retrieve import Retrieve
+from .steps.state import Layers, WorkingState
 
 SHOW = ("abstraction", "evidence", "both")
 
@@ -32,7 +33,7 @@ class Abstractor(Component):
     """Offline abstraction by lexical recurrence.
 
     Pool: the active memories of ``memory_types`` that are not abstractions (n of them).
-    A stemmed content term (``memlab.llm.text.terms``: words minus stop words, Chinese as
+    A stemmed content term (``memlab.text.terms``: words minus stop words, Chinese as
     character bigrams; numbers and Latin words under 3 letters left out) is a *pattern* when it occurs in at least
     ``min_support`` memories and in at most ``max_share * n`` (a term in most memories,
     such as the speaker's name, says nothing). Patterns are taken by support (most first,
@@ -73,7 +74,7 @@ class Abstractor(Component):
 
     def patterns(self, memories: list[MemoryRecord]) -> list[tuple[str, str, list[MemoryRecord]]]:
         """(term, surface word, supporting memories oldest first) for each pattern found
-        (``memlab.llm.text.recurring_terms`` over the contents)."""
+        (``memlab.text.recurring_terms`` over the contents)."""
         found = recurring_terms([m.content for m in memories], self.min_support, self.max_share, self.max_patterns)
         return [(key, word, [memories[i] for i in ix]) for key, word, ix in found]
 

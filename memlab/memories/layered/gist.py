@@ -15,10 +15,11 @@ from ...base import Component, Param
 from ...llm.base import LLM, LLMProgram, LLMUsage, Op, UsesLLM
 from ...llm.counting import TOKEN_COUNTER, resolve_counter
 from ...llm.prompts import gist_prompt, parse_numbered
-from ...llm.text import cut_words, first_sentence
+from ...text import cut_words, first_sentence
 from ...records import Hit
 from ...retrieval.selection import rerank
-from .working import Filter, WorkingState
+from .steps.filter import Filter
+from .steps.state import WorkingState
 
 class FirstSentenceGist(Component):
     """Offline gist: the memory's first sentence, cut to ``max_words`` words.

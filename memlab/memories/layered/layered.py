@@ -14,16 +14,13 @@ from ...extraction import Extractor, LLMExtractor, RuleBasedExtractor
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory
 from ...summarize import LLMSummarizer
-from .working import (
-    Answer,
-    Filter,
-    Layers,
-    LLMRelevanceFilter,
-    Load,
-    Retrieve,
-    Update,
-    WorkingState,
-)
+from ...retrieval.llm_filter import LLMRelevanceFilter
+from .steps.answer import Answer
+from .steps.filter import Filter
+from .steps.load import Load
+from .steps.retrieve import Retrieve
+from .steps.state import Layers, WorkingState
+from .steps.update import Update
 
 
 class LayeredMemory(Strategy):
@@ -40,7 +37,7 @@ class LayeredMemory(Strategy):
     - ``build_context(query)``: retrieve -> ``filter_step`` -> ``load_step``; the context is
       what the memory contributes (the selected memories, the short-term summary and turns,
       and a system prompt only when ``Load(system_prompt=...)`` sets one), never the
-      question, like every strategy's (``memlab.strategies.base.Context``). The selected
+      question, like every strategy's (``memlab.strategy.Context``). The selected
       memories are reinforced (recalled at ``now``).
     - ``respond(message)``: the full agent loop: build the context, ``answer_step`` (if
       configured) on the agent prompt (``last_state.messages``: system prompt, context,

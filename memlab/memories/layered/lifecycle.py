@@ -24,8 +24,9 @@ from ...base import Param
 from ...records import MemoryRecord
 from .abstraction import Abstractor
 from .merge import Merger
-from .summarize import pieces_sources, pieces_text
-from .working import Layers, Update, _session
+from ...summarize import pieces_sources, pieces_text
+from .steps.state import Layers
+from .steps.update import Update, _session
 
 SUMMARY_SUBJECT = "short-term summary"
 

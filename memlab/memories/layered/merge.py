@@ -14,7 +14,7 @@ from __future__ import annotations
 from ...base import Component, Param
 from ...llm.base import LLM, LLMProgram, LLMUsage, UsesLLM
 from ...llm.prompts import merge_prompt
-from ...llm.text import merge_sentences
+from ...text import merge_sentences
 from ...records import MEMORY_TYPES_PARAM, MemoryRecord
 from .long_term import LongTermMemory
 
@@ -75,7 +75,7 @@ class Merger(Component):
 
     # -- writing (what the subclasses change) ------------------------------------------------
     def merged_text(self, group: list[MemoryRecord]) -> str:
-        """``memlab.llm.text.merge_sentences`` of the contents (the newest one if that is empty)."""
+        """``memlab.text.merge_sentences`` of the contents (the newest one if that is empty)."""
         return merge_sentences([r.content for r in group]) or group[-1].content
 
     @property

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 from ....base import ConfigError, MemlabError, did_you_mean
 from ....records import MEMORY_TYPES, MemoryRecord, Role
 from ....filters import Where, matches, validate_where
-from ....storage.sqlite import connect
+from ....sqlite import connect
 from ....storage.vector import VectorStore
 
 log = logging.getLogger("memlab.memories.layered.long_term")

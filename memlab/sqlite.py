@@ -30,6 +30,23 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+def retry_while(fn: Callable[[], T], busy: Callable[[Exception], bool], *, timeout: float = BUSY_TIMEOUT_S,
+                first_pause: float = 0.005) -> T:
+    """``fn()``, retried while it raises an error ``busy`` accepts: pauses start at
+    ``first_pause`` seconds and double up to 0.5 s; the last error is raised once the next
+    pause would pass ``timeout`` seconds (or at once for an error ``busy`` refuses)."""
+    deadline = time.monotonic() + timeout
+    pause = first_pause
+    while True:
+        try:
+            return fn()
+        except Exception as exc:
+            if not busy(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+
+
 def retry_busy(fn: Callable[[], T], timeout: float = BUSY_TIMEOUT_S) -> T:
     """``fn()``, retried with growing pauses while SQLite answers "database is locked".
 
@@ -38,16 +55,8 @@ def retry_busy(fn: Callable[[], T], timeout: float = BUSY_TIMEOUT_S) -> T:
     while another process opens it, or a read transaction that must become a write. Two
     processes creating the same file at the same moment meet exactly these cases.
     """
-    deadline = time.monotonic() + timeout
-    pause = 0.005
-    while True:
-        try:
-            return fn()
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() + pause > deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.5)
+    return retry_while(fn, lambda exc: isinstance(exc, sqlite3.OperationalError) and _is_busy(exc),
+                       timeout=timeout)
 
 
 def connect(target: str, *, setup: Callable[[sqlite3.Connection], Any] | None = None,

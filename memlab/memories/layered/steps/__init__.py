@@ -1,0 +1,1 @@
+"""The working-memory pipeline, one step per module (gathered in ``..working``)."""

@@ -250,7 +250,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     wanted = ["strategy", "n_scored", "n_failed", *budgets, f"hit_rate@{k}", f"recall@{k}",
               f"relevance_ratio@{k}", f"mrr@{k}",
               "context_recall", "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
-    print(to_markdown(result.summary[[c for c in wanted if c in result.summary.columns]]))
+    from .eval.headline import headline, ranked_summary
+
+    top = headline(result.results)
+    print(to_markdown(ranked_summary(result.summary, top.metric, [c for c in wanted if c != "strategy"])))
+    print()
+    print("\n".join(top.sentences()))
     if result.output is not None:
         print(f"\nwrote {result.output.resolve()} (summary.md has every metric)")
     if result.cells is not None:

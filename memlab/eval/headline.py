@@ -83,8 +83,8 @@ def phrase_comparison(row: Any, alpha: float = ALPHA, digits: int = 3) -> str:
     f = f".{digits}f"
     p_key = "p_holm" if _has(row, "p_holm") else "p_value"
     p_name = "Holm-adjusted p" if p_key == "p_holm" else "p"
-    parts = [f"diff {float(_get(row, 'diff')):+{f}}",
-             f"95% CI [{float(_get(row, 'ci_low')):+{f}}, {float(_get(row, 'ci_high')):+{f}}]",
+    parts = [f"diff {float(_get(row, 'diff')) + 0.0:+{f}}",  # + 0.0: no "-0.000" from a negated zero
+             f"95% CI [{float(_get(row, 'ci_low')) + 0.0:+{f}}, {float(_get(row, 'ci_high')) + 0.0:+{f}}]",
              f"{p_name} = {float(_get(row, p_key)):.3f}",
              f"{int(_get(row, 'n_probes'))} probes in {int(_get(row, 'n_dialogues'))} dialogues"]
     if _has(row, "wins"):

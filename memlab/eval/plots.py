@@ -37,7 +37,7 @@ CLUSTER = "dialogue_id"
 #: 20 colours, pairwise far apart (matplotlib's tab10, then ten darker or more saturated ones).
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#000080", "#800000", "#00a86b", "#ff00ff", "#000000", "#808000", "#4b0082", "#ffd700",
-           "#008b8b", "#a0522d")
+           "#7fff00", "#f4a460")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "8", "H", "1", "2", "3", "4", "+")
 _DASHES = ("-", "--", "-.", ":")
 #: Strategies that bound the others: drawn as reference lines, never on the Pareto front.

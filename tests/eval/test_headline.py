@@ -120,3 +120,26 @@ def test_a_headline_can_be_rebuilt_from_recorded_tables():
     again = Headline(top.metric, pd.DataFrame(top.ranking.to_dict("records")),
                      pd.DataFrame(top.pairs.to_dict("records")), top.alpha)
     assert again.sentences() == top.sentences()
+
+
+def test_the_sweep_summary_and_terminal_table_open_with_the_ranked_headline(tmp_path, monkeypatch, capsys):
+    import json
+
+    from memlab.cli import main
+
+    from .conftest import tiny_doc
+
+    (tmp_path / "tiny.json").write_text(json.dumps(tiny_doc()))
+    (tmp_path / "quick.toml").write_text('[dataset]\npath = "tiny.json"\n[[strategies]]\nname = "bm25"\n'
+                                         '[[strategies]]\nname = "window"\n[[strategies]]\nname = "oracle"\n'
+                                         '[run]\nks = [1, 5]\nbudgets = [32, 64]\n[[plots]]\nkind = "pareto"\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "quick.toml", "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("| rank | strategy | recall@32tok | recall@32tok 95% CI | n_scored |")
+    assert [line.split("|")[1].strip() for line in out[2:5]][-1] == "ref"
+    assert out[6].startswith("Highest mean recall@32tok")
+    summary = (tmp_path / "runs" / "quick" / "summary.md").read_text()
+    assert summary.startswith("## Headline: recall@32tok\n") and "\n## Every metric\n" in summary
+    assert summary.index("No pair of strategies differs") < summary.index("## Every metric")
+    assert (tmp_path / "runs" / "quick" / "00_pareto_recall_at_Btok.png").is_file()

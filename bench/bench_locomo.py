@@ -44,13 +44,19 @@ RUNS = [
     ("hybrid[hashing]", "hybrid", {"embedder": "hashing"}, False),
     ("bm25_plus", "bm25_plus", {}, False),
     ("hybrid_plus[hashing]", "hybrid_plus", {"embedders": ["hashing"]}, False),
-    ("hybrid_decay[hashing]", "hybrid_decay", {}, False),
+    ("hybrid_decay[hashing]", "hybrid_decay", {"embedder": "hashing"}, False),
     ("vector[minilm]", "vector", {"embedder": "minilm"}, True),
     ("vector[e5]", "vector", {"embedder": "e5"}, True),
     ("hybrid[minilm]", "hybrid", {"embedder": "minilm"}, True),
     ("hybrid_plus", "hybrid_plus", {}, True),
     ("hybrid_plus[e5,minilm]", "hybrid_plus", {"embedders": ["e5", "minilm"], "weights": [1.0, 0.5, 0.3]}, True),
     ("hybrid_decay[e5]", "hybrid_decay", {"embedder": "e5"}, True),
+    # memlab next to the peer libraries (README "Peers"): hashing vectors on both sides
+    ("longterm[hashing]", "longterm", {"embedder": "hashing"}, False),
+    ("camel_chat_history", "camel_chat_history", {}, False),
+    ("camel_longterm", "camel_longterm", {}, False),
+    ("langchain_ensemble", "langchain_ensemble", {}, False),
+    ("http_memory", "http_memory", {}, False),
 ]
 
 
@@ -61,6 +67,8 @@ def main() -> int:
     parser.add_argument("--categories", action="store_true", help="also print recall per question category")
     parser.add_argument("--dataset", help="another dataset (default: LoCoMo)")
     parser.add_argument("--format", default=None, help="its format (native, locomo, ...)")
+    parser.add_argument("--output", help="JSON file to record the figures in (labels run now replace theirs; "
+                                         "README tables: scripts/readme_results.py)")
     args = parser.parse_args()
     if args.dataset:
         dataset = load_any(args.dataset, args.format)
@@ -80,9 +88,10 @@ def main() -> int:
         start = time.perf_counter()
         rows = replay(strategies.get(name, **params), dataset, ks=(5, 10), k_max=10, budgets=(512,), label=label)
         seconds = time.perf_counter() - start
-        s = rows[["recall@5", "recall@10", "recall@512tok", "context_tokens"]].mean()
+        s = rows[["recall@5", "recall@10", "recall@512tok", "context_recall", "context_tokens"]].mean()
         fig = {"recall@5": round(100 * s["recall@5"], 1), "recall@10": round(100 * s["recall@10"], 1),
-               "recall@512tok": round(100 * s["recall@512tok"], 1), "tokens": round(float(s["context_tokens"]), 0),
+               "recall@512tok": round(100 * s["recall@512tok"], 1),
+               "context_recall": round(100 * s["context_recall"], 1), "tokens": round(float(s["context_tokens"]), 0),
                "seconds": round(seconds, 1)}
         # questions written in Chinese vs the rest: the shipped dialogues have both
         rows["language"] = ["zh" if _HAN.search(q) else "en" for q in rows["query"]]
@@ -102,6 +111,22 @@ def main() -> int:
     if not args.dataset:
         print("reference: BM25 45.8 / 52.8 (@5 / @10); MiniLM 37.7 / 46.6; DRAGON+ (LoCoMo paper) 56.7 / 66.2")
     print(json.dumps({"dataset": dataset.name, "figures": figures}))
+    if args.output:
+        from memlab.atomic import atomic_write_text
+
+        recorded = {}
+        if os.path.exists(args.output):
+            with open(args.output, encoding="utf-8") as fh:
+                old = json.load(fh)
+            if old.get("dataset") == dataset.name and old.get("n_probes") == dataset.n_probes:
+                recorded = old.get("figures", {})
+        recorded.update(figures)
+        order = {label: n for n, (label, *_) in enumerate(RUNS)}
+        recorded = dict(sorted(recorded.items(), key=lambda kv: order.get(kv[0], len(order))))
+        atomic_write_text(args.output, json.dumps({"dataset": dataset.name, "n_dialogues": len(dataset.dialogues),
+                                                   "n_probes": dataset.n_probes, "figures": recorded},
+                                                  indent=1) + "\n")
+        print(f"recorded {len(figures)} run(s) in {args.output} ({len(recorded)} in all)")
     return 0
 
 

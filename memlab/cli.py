@@ -270,12 +270,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     brief = report_columns(result.summary.columns, brief=True)  # the registry's brief metrics
     ks = sorted({p.k for p in map(parse_column, brief) if p.k is not None})
     k = 5 if 5 in ks or not ks else ks[-1]
-    wanted = ["strategy", "n_scored", "n_failed", *[c for c in brief if parse_column(c).k in (None, k)],
+    wanted = ["n_scored", "n_failed", *[c for c in brief if parse_column(c).k in (None, k)],
               "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
-    table = result.summary[[c for c in wanted if c in result.summary.columns]]
+    from .eval.headline import headline, ranked_summary
+
+    top = headline(result.results)
+    table = ranked_summary(result.summary, top.metric, wanted)
     print(to_markdown(table))
     for note in nan_notes(table):
         print(f"note: {note}")
+    print()
+    print("\n".join(top.sentences()))
     if result.output is not None:
         print(f"\nwrote {result.output.resolve()} (summary.md has every metric)")
     if result.cells is not None:

@@ -5,14 +5,16 @@ right after the cell tagged ``parameters``, assigning the test values. Only name
 notebook's own parameters cell assigns are injected, so a new notebook gets the common
 small values it uses (``dialogues``, ``locomo_conversations``, ...) with no entry here.
 
-Also: the structure every notebook must keep (nbformat 4, outputs cleared, a first code
-cell tagged "parameters", no reusable logic), and ``memlab.eval.paths``.
+Also: the structure every notebook must keep (nbformat 4, stored with the outputs of one
+top-to-bottom run by ``scripts/run_notebooks.py``, plots included, a first code cell tagged
+"parameters", no reusable logic, no typed result in its markdown), and ``memlab.eval.paths``.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -27,9 +29,10 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 EXPECTED = ["01_quickstart.ipynb", "02_keep_rate_sweep.ipynb", "03_hybrid_vs_vector.ipynb", "04_decay.ipynb",
             "05_layered_memory.ipynb", "06_peers.ipynb", "07_lifecycle.ipynb"]
-#: Notebooks kept with the outputs of their stored run (read without running them).
-STORED_WITH_OUTPUTS = {"09_error_analysis.ipynb"}
 CELL_TIMEOUT = 240  # seconds per cell; a healthy run takes a few
+#: What a result typed into markdown looks like: a three-decimal figure ("recalls 0.444") or a
+#: count of probes ("70 of 72"). Results are printed by the cell that computes them.
+TYPED_RESULT = re.compile(r"\b\d\.\d{3}\b|\b\d+ of \d+\b")
 
 #: Small values for any notebook that has a parameter of this name.
 COMMON_PARAMETERS: dict[str, object] = {
@@ -60,7 +63,6 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
 
 # LongMemEval (notebook 08): the first 30 oracle dev questions; run only where ../shared has the files
 NOTEBOOK_PARAMETERS["08_longmemeval.ipynb"] = {"questions": 30}
-STORED_WITH_OUTPUTS.add("08_longmemeval.ipynb")
 NEEDS_LONGMEMEVAL = {"08_longmemeval.ipynb"}
 
 
@@ -112,17 +114,31 @@ def test_notebook_structure(path: Path) -> None:
     params_source = nb.cells[index].source
     assert _assigned_names(params_source), "the parameters cell assigns no parameter"
     assert "import" not in params_source, "the parameters cell holds only parameter values"
+    counts = [cell.get("execution_count") for cell in nb.cells if cell.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1)), \
+        f"{path.name} must be stored with the outputs of one run: python scripts/run_notebooks.py {path.name}"
+    outputs = _outputs(nb)
+    assert not [o for o in outputs if o.output_type == "error"], f"{path.name} was stored with an error"
+    assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.name} was stored without its plots"
     for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            typed = TYPED_RESULT.findall(cell.source)
+            assert not typed, (f"{path.name}, markdown cell {cell.get('id')}: {typed} look like typed results; "
+                               f"print them from the cell that computes them")
         if cell.cell_type != "code":
             continue
-        assert path.name in STORED_WITH_OUTPUTS or (cell.get("outputs") == [] and cell.get("execution_count") is None), \
-            f"outputs must be cleared (cell {cell.get('id')})"
+        assert "execution" not in cell.metadata, "cell timings are not stored (a rerun would change them)"
         tree = ast.parse("\n".join(line for line in cell.source.splitlines() if not line.startswith("%")))
         defined = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                                   ast.ClassDef))]
         assert not defined, f"reusable logic belongs in memlab, not in a notebook (cell {cell.get('id')})"
     assert any("import memlab" in c.source or "from memlab" in c.source for c in nb.cells
                if c.cell_type == "code"), "a notebook imports memlab"
+
+
+def test_typed_results_are_recognised() -> None:
+    assert TYPED_RESULT.findall("The no-decay limit recalls 0.444; 70 of 72 probes change.") == ["0.444", "70 of 72"]
+    assert not TYPED_RESULT.findall("p < 0.05, keep_rate 0.9, CC BY-NC 4.0, recall@5 56.7 in the paper")
 
 
 def test_injection_only_sets_names_the_notebook_defines() -> None:

@@ -63,3 +63,66 @@ def test_cli_examples_run_as_written(command, checkout):
                           text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
+
+
+# -- result tables: generated from bench/results/*.json by scripts/readme_results.py ----------
+
+def _readme_results():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_results", REPO / "scripts" / "readme_results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_has_the_generated_result_blocks():
+    names = [name for name, _ in _readme_results().blocks(README)]
+    assert {"compare_builtins", "pvalue_floor", "locomo", "locomo_peers"} <= {n.split(":")[0] for n in names}
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _readme_results().blocks(README)])
+def test_readme_result_block_matches_its_results_file(name):
+    rr = _readme_results()
+    body = dict(rr.blocks(README))[name]
+    assert body == rr.render_block(name), \
+        f"README block {name!r} differs from bench/results: python scripts/readme_results.py render"
+
+
+def test_a_changed_number_fails_the_check():
+    rr = _readme_results()
+    text = rr.render(README)
+    assert rr.render(text) == text
+    body = dict(rr.blocks(text))["compare_builtins"]
+    figure = re.search(r"\d\.\d{3}", body)
+    edited = body[:figure.end() - 1] + str((int(figure.group()[-1]) + 1) % 10) + body[figure.end():]
+    changed = text.replace(body, edited, 1)
+    assert changed != text and rr.render(changed) != changed
+
+
+def test_every_registered_strategy_is_in_the_result_tables():
+    import json
+
+    # a fresh interpreter: the README's examples register strategies of their own in this one
+    names = json.loads(subprocess.run([sys.executable, "-c", "import json; from memlab import strategies; "
+                                       "print(json.dumps(strategies.names()))"], cwd=REPO, capture_output=True,
+                                      text=True, check=True).stdout)
+    builtins = json.loads((REPO / "bench" / "results" / "compare_builtins.json").read_text())
+    locomo = json.loads((REPO / "bench" / "results" / "locomo.json").read_text())
+    shown = {s["strategy"] for s in builtins["strategies"]} | {label.split("[")[0] for label in locomo["figures"]}
+    missing = sorted(set(names) - shown)
+    assert not missing, (f"registered strategies missing from the README result tables: {missing}; add them to "
+                         f"experiments/compare_builtins.toml or bench/bench_locomo.py and record the results")
+
+
+def test_the_main_job_table_covers_the_main_job():
+    import json
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    builtins = json.loads((REPO / "bench" / "results" / "compare_builtins.json").read_text())
+    config = tomllib.loads((REPO / "experiments" / "compare_builtins.toml").read_text())
+    assert sorted(s["strategy"] for s in builtins["strategies"]) == sorted(s["label"] for s in config["strategies"])

@@ -8,8 +8,12 @@ frame has that column; ``memlab.eval.stats``), or the normal approximation
 mean +/- z * sd / sqrt(n).
 
 Conventions: metrics bounded in [0, 1] (recall, hit rate, ...) are drawn on a y axis from
-0 to 1; numeric legend entries are sorted as numbers; lines get distinct markers and dash
-styles, so two identical lines stay visible; legends sit outside the axes.
+0 to 1; numeric legend entries are sorted as numbers; up to 20 lines or bar groups each get a
+colour of their own (``PALETTE``) and a marker, and dash styles vary too, so two identical
+lines stay visible; legends sit outside the axes, and points are named in the legend, never
+by labels that could overlap. Reference strategies (``REFERENCES``: ``oracle``,
+``full_context``) are drawn in a Pareto plot as grey horizontal reference lines, outside the
+Pareto front they would otherwise dominate.
 """
 
 from __future__ import annotations
@@ -30,8 +34,15 @@ from .compare import bootstrap_ci
 from .metrics import is_bounded
 
 CLUSTER = "dialogue_id"
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: 20 colours, pairwise far apart (matplotlib's tab10, then ten darker or more saturated ones).
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#000080", "#800000", "#00a86b", "#ff00ff", "#000000", "#808000", "#4b0082", "#ffd700",
+           "#7fff00", "#f4a460")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "8", "H", "1", "2", "3", "4", "+")
 _DASHES = ("-", "--", "-.", ":")
+#: Strategies that bound the others: drawn as reference lines, never on the Pareto front.
+REFERENCES = ("oracle", "full_context")
+_REFERENCE_DASHES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95, method: str = "bootstrap",
@@ -74,10 +85,26 @@ def _sort_key(value: object) -> tuple[int, float, str]:
         return (1, 0.0, str(value))
 
 
+def color(n: int) -> str:
+    """The n-th colour of ``PALETTE`` (distinct for n < 20, then repeating)."""
+    return PALETTE[n % len(PALETTE)]
+
+
 def _style(n: int) -> dict[str, object]:
-    """Line n's colour, marker and dash: two lines never share all three (up to 40 lines)."""
-    return {"marker": _MARKERS[n % len(_MARKERS)], "linestyle": _DASHES[n % len(_DASHES)], "color": f"C{n % 10}",
-            "markersize": 5, "linewidth": 1.5}
+    """Line n's colour, marker and dash: colour and marker are distinct for each of the first
+    20 lines, and no two of the first 80 share all three."""
+    return {"marker": _MARKERS[n % len(_MARKERS)], "linestyle": _DASHES[(n // len(PALETTE) + n) % len(_DASHES)],
+            "color": color(n), "markersize": 5, "linewidth": 1.5}
+
+
+def _is_reference(name: str, references: Sequence[str]) -> bool:
+    return name in set(references)
+
+
+def _reference_line(ax: Axes, n: int, name: str, x: float, y: float, what: str) -> None:
+    """A grey horizontal line at y, named in the legend with the cost it comes at."""
+    ax.axhline(y, color="0.45", linestyle=_REFERENCE_DASHES[n % len(_REFERENCE_DASHES)], linewidth=1.2,
+               zorder=1, label=f"{name} (ref.: {y:.3f} at {x:.0f} {what})")
 
 
 def _y_axis(ax: Axes, *metrics: str) -> None:
@@ -200,30 +227,40 @@ def budget_columns(df: pd.DataFrame, metric: str = "recall") -> list[int]:
 
 def plot_pareto(df: pd.DataFrame, x: str | None = None, y: str | None = None,
                 label: str | Sequence[str] = "strategy", metric: str = "recall",
-                ax: Axes | None = None) -> Figure:
+                references: Sequence[str] = REFERENCES, ax: Axes | None = None) -> Figure:
     """Quality against cost per configuration, and the Pareto front (cheapest for its quality).
 
     Default, when the rows have token-matched columns: for each configuration (``label``),
     one line through its points (mean ``tokens@Btok``, mean ``<metric>@Btok``) at every
     budget B, so strategies whose hits stand for different amounts of text meet at equal
     tokens. With ``x`` and ``y`` (or without budget columns: ``context_tokens`` and
-    ``recall@5``), one point per configuration. The front is a step line through the
-    points no other point dominates (``pareto_front``).
+    ``recall@5``), one point per configuration, each with its own colour and marker, named in
+    the legend. The front is a step line through the points no other point dominates
+    (``pareto_front``). A configuration named in ``references`` is drawn as a grey
+    horizontal line at its quality (at the largest budget), named with its cost, and is not
+    part of the front.
     """
     labels = [label] if isinstance(label, str) else list(label)
     budgets = budget_columns(df, metric) if x is None and y is None else []
-    fig, ax = _figure(ax)
+    fig, ax = _figure(ax, figsize=(8.5, 4.8))  # room for the legend beside the axes
     if budgets:
         _need(df, *labels)
         cols = [c for b in budgets for c in (f"tokens@{b}tok", f"{metric}@{b}tok")]
         means = df.groupby(labels, sort=False, dropna=False)[cols].mean().reset_index()
         means = means.iloc[sorted(range(len(means)), key=lambda i: tuple(_sort_key(means.iloc[i][c]) for c in labels))]
         points: list[tuple[float, float]] = []
-        for n, (_, row) in enumerate(means.iterrows()):
+        n = n_ref = 0
+        for _, row in means.iterrows():
+            name = " ".join(str(row[c]) for c in labels)
             xs = [float(row[f"tokens@{b}tok"]) for b in budgets]
             ys = [float(row[f"{metric}@{b}tok"]) for b in budgets]
+            n += 1  # a reference keeps its place, so a strategy has one colour in every plot
+            if _is_reference(name, references):
+                _reference_line(ax, n_ref, name, xs[-1], ys[-1], "tokens")
+                n_ref += 1
+                continue
             points += list(zip(xs, ys))
-            line, = ax.plot(xs, ys, label=" ".join(str(row[c]) for c in labels), **_style(n))  # type: ignore[arg-type]
+            line, = ax.plot(xs, ys, label=name, **_style(n - 1))  # type: ignore[arg-type]
             part = df.loc[(df[labels].astype(str) == pd.Series({c: str(row[c]) for c in labels})).all(axis=1)]
             bounds = [_part_ci(part, f"{metric}@{b}tok", 0.95, "bootstrap", 0, CLUSTER)[1:] for b in budgets]
             err = np.clip([[y - lo for y, (lo, _) in zip(ys, bounds)], [hi - y for y, (_, hi) in zip(ys, bounds)]],
@@ -232,7 +269,7 @@ def plot_pareto(df: pd.DataFrame, x: str | None = None, y: str | None = None,
                         capsize=2, alpha=0.7)
         front = pareto_front(points)
         ax.plot([points[i][0] for i in front], [points[i][1] for i in front], drawstyle="steps-post",
-                color="0.3", linewidth=3, alpha=0.25, zorder=1, label="Pareto front")
+                color="0.3", linewidth=4, alpha=0.25, zorder=1, label="Pareto front")
         ax.set_xlabel("tokens used (mean tokens@Btok; budgets " + ", ".join(map(str, budgets)) + ")")
         ax.set_ylabel(f"{metric}@Btok")
         ax.set_title(f"{metric} against tokens, at equal token budgets (95% CI)")
@@ -243,16 +280,25 @@ def plot_pareto(df: pd.DataFrame, x: str | None = None, y: str | None = None,
     x = x or "context_tokens"
     y = y or "recall@5"
     _need(df, x, y, *labels)
-    means = df.groupby(labels, sort=True, dropna=False)[[x, y]].mean().reset_index()
-    names = [" ".join(str(r[c]) for c in labels) for _, r in means.iterrows()]
-    points = list(zip(means[x].astype(float), means[y].astype(float)))
+    means = df.groupby(labels, sort=False, dropna=False)[[x, y]].mean().reset_index()
+    means = means.iloc[sorted(range(len(means)), key=lambda i: tuple(_sort_key(means.iloc[i][c]) for c in labels))]
+    points = []
+    n = n_ref = 0
+    for _, row in means.iterrows():
+        name = " ".join(str(row[c]) for c in labels)
+        px, py = float(row[x]), float(row[y])
+        n += 1
+        if _is_reference(name, references):
+            _reference_line(ax, n_ref, name, px, py, x)
+            n_ref += 1
+            continue
+        points.append((px, py))
+        style = _style(n - 1)
+        ax.scatter([px], [py], color=style["color"], marker=style["marker"], s=40, zorder=3, label=name)
     front = pareto_front(points)
-    ax.scatter([p[0] for p in points], [p[1] for p in points], color="0.6", zorder=2, label="configurations")
-    for name, (px, py) in zip(names, points):
-        ax.annotate(name, (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
     fx = [points[i][0] for i in front]
     fy = [points[i][1] for i in front]
-    ax.plot(fx, fy, drawstyle="steps-post", color="C3", marker="o", zorder=3, label="Pareto front")
+    ax.plot(fx, fy, drawstyle="steps-post", color="0.3", linewidth=4, alpha=0.25, zorder=1, label="Pareto front")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     _y_axis(ax, y)
@@ -293,7 +339,7 @@ def plot_by_category(df: pd.DataFrame, metric: str, hue: str | None = "strategy"
         err = np.maximum(err, 0.0)
         xs = np.arange(len(categories)) - 0.4 + width * (g + 0.5)
         bars = ax.bar(xs, np.where(missing, 0.0, heights), width=width, yerr=err, capsize=2,
-                      label=name if name is not None else metric, color=f"C{g % 10}", edgecolor=f"C{g % 10}",
+                      label=name if name is not None else metric, color=color(g), edgecolor=color(g),
                       error_kw={"elinewidth": 0.8})
         for bar, x_, h, miss in zip(bars, xs, heights, missing):
             if miss:
@@ -301,7 +347,7 @@ def plot_by_category(df: pd.DataFrame, metric: str, hue: str | None = "strategy"
                 ax.text(x_, 0.01, "n/a", ha="center", va="bottom", fontsize=6, color="0.4", rotation=90)
             elif h == 0:
                 bar.set_fill(False)
-                ax.text(x_, 0.01, "0", ha="center", va="bottom", fontsize=7, color=f"C{g % 10}")
+                ax.text(x_, 0.01, "0", ha="center", va="bottom", fontsize=7, color=color(g))
     ax.set_xticks(np.arange(len(categories)), categories, rotation=30, ha="right")
     ax.set_xlabel(category_col)
     ax.set_ylabel(metric)
@@ -350,5 +396,5 @@ def plot_metric_at_k(df: pd.DataFrame, metric: str = "recall", ks: Sequence[int]
     return fig
 
 
-__all__ = ["budget_columns", "mean_ci", "metric_ks", "pareto_front", "plot_by_category", "plot_metric_at_k",
+__all__ = ["PALETTE", "REFERENCES", "budget_columns", "color", "mean_ci", "metric_ks", "pareto_front", "plot_by_category", "plot_metric_at_k",
                       "plot_metric_vs_param", "plot_pareto"]

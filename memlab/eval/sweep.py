@@ -370,8 +370,7 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
     figures = {}
     for n, plot in enumerate(plots):
         fig = make_plot(result.results, plot, where=f"{where}: plots[{n}]", grid_keys=result.grid_keys)
-        name = plot.get("file") or f"{n:02d}_{plot.get('kind')}_{plot.get('metric', plot.get('y', ''))}.png"
-        figures[str(name)] = fig
+        figures[str(plot_file_name(n, plot))] = fig
     out.mkdir(parents=True, exist_ok=True)
     # Every file is written to a temporary sibling first and all are renamed together at the
     # end (atomic_files), so a killed run leaves the previous complete set, not a new summary
@@ -380,7 +379,7 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
         save_results(result.results, str(out / "results.parquet"))
         with atomic_write(out / "summary.csv", "w", encoding="utf-8", newline="") as fh:
             result.summary.to_csv(fh, index=False)
-        atomic_write_text(out / "summary.md", summary_markdown(result.summary))
+        atomic_write_text(out / "summary.md", summary_markdown(result))
         atomic_write_text(out / "provenance.json",
                           json.dumps(provenance(user_modules=user_modules), indent=2) + "\n")
         for name, fig in figures.items():
@@ -390,15 +389,31 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
     return out
 
 
-def summary_markdown(summary: pd.DataFrame) -> str:
-    """summary.md: the summary table; when a mean is NaN, a last column ``notes`` says why
-    on that row (``memlab.eval.metrics.summary.row_nan_notes``)."""
+def plot_file_name(n: int, plot: Mapping[str, Any]) -> str:
+    """``plots[n]``'s file: its ``file``, else ``NN_<kind>_<what it plots>.png`` (a default
+    pareto plots ``<metric>@Btok``, recall unless ``metric`` says otherwise)."""
+    if plot.get("file"):
+        return str(plot["file"])
+    kind = str(plot.get("kind"))
+    what = plot.get("y") or plot.get("metric")
+    if kind == "pareto" and plot.get("x") is None and plot.get("y") is None:
+        what = f"{plot.get('metric', 'recall')}@Btok"
+    return f"{n:02d}_{kind}_{what}.png" if what else f"{n:02d}_{kind}.png"
+
+
+def summary_markdown(result: SweepResult) -> str:
+    """summary.md: the ranked headline (``memlab.eval.headline``), then every metric; when a
+    mean is NaN, a last column ``notes`` says why on that row
+    (``memlab.eval.metrics.summary.row_nan_notes``)."""
     from .compare import to_markdown
+    from .headline import headline
     from .metrics.summary import row_nan_notes
 
+    summary = result.summary
     notes = ["; ".join(row_nan_notes(row)) for _, row in summary.iterrows()]
     table = summary.assign(notes=notes) if any(notes) else summary
-    return to_markdown(table) + "\n"
+    return (headline(result.results).to_markdown() + "\n\n## Every metric\n\n"
+            + to_markdown(table) + "\n")
 
 
 #: Sweep-file plot kinds and the ``memlab.eval.plots`` function drawing each.

@@ -93,16 +93,19 @@ def test_plot_metric_vs_categorical_param(df):
 def test_plot_pareto(df):
     fig = plot_pareto(df, x="context_tokens", y="recall@5", label=["strategy", "keep_rate"])
     ax = fig.axes[0]
-    scatter = ax.collections[0]
-    assert len(scatter.get_offsets()) == 6
+    assert len(ax.collections) == 6 and all(len(c.get_offsets()) == 1 for c in ax.collections)
     means = df.groupby(["strategy", "keep_rate"])[["context_tokens", "recall@5"]].mean().reset_index()
     points = list(zip(means.context_tokens, means["recall@5"]))
     front = pareto_front(points)
     line = [l for l in ax.lines if l.get_label() == "Pareto front"][0]
     assert line.get_xdata().tolist() == [points[i][0] for i in front]
     assert line.get_ydata().tolist() == [points[i][1] for i in front]
-    assert sorted(t.get_text() for t in ax.texts)[0] == "bm25 0.5"
-    assert len(ax.texts) == 6 and ax.get_xlabel() == "context_tokens"
+    # each point is named in the legend, in its own colour and marker: no label on the axes to overlap
+    assert not ax.texts and ax.get_xlabel() == "context_tokens"
+    names = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert names[:6] == [f"{s} {k}" for s, k in zip(means.strategy, means.keep_rate)] and names[6] == "Pareto front"
+    styles = {(tuple(c.get_facecolor()[0]), c.get_paths()[0].vertices.tobytes()) for c in ax.collections}
+    assert len(styles) == 6
     png(fig)
 
 
@@ -229,3 +232,71 @@ def test_metric_at_k_has_a_ci_band_per_line(df):
     ax = fig.axes[0]
     assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 2
     assert ax.get_title() == "recall@k (mean, 95% CI)"
+
+
+# -- styles and references --------------------------------------------------------------------
+
+def test_twenty_strategies_get_twenty_colours_and_markers():
+    from matplotlib.colors import to_rgb
+
+    from memlab.eval.plots import PALETTE, _style
+
+    styles = [_style(n) for n in range(20)]
+    assert len({s["color"] for s in styles}) == 20 and len({s["marker"] for s in styles}) == 20
+    rgb = [np.array(to_rgb(c)) for c in PALETTE]
+    closest = min(np.linalg.norm(a - b) for i, a in enumerate(rgb) for b in rgb[i + 1:])
+    assert closest > 0.26  # no two colours of the palette are near-twins (tab10's C0..C9 and 10 more)
+    assert len({(s["color"], s["marker"], s["linestyle"]) for s in map(_style, range(80))}) == 80
+
+
+def _thirteen_strategies():
+    names = ["bm25", "bm25_plus", "bm25_prf", "full_context", "hybrid", "hybrid_decay", "hybrid_plus", "layered",
+             "layered_lifecycle", "longterm", "oracle", "vector", "window"]
+    rows = []
+    for n, name in enumerate(names):
+        for d in ("d1", "d2"):
+            rows.append({"strategy": name, "dialogue_id": d, "category": "single-hop",
+                         "recall@128tok": 0.05 * n, "tokens@128tok": 100.0 + n,
+                         "recall@256tok": 0.06 * n, "tokens@256tok": 200.0 + n,
+                         "context_tokens": 150.0 + 10 * n, "context_recall": 0.07 * n})
+    rows = pd.DataFrame(rows)
+    rows.loc[rows.strategy == "oracle", ["recall@128tok", "recall@256tok", "context_recall"]] = 1.0
+    rows.loc[rows.strategy == "oracle", ["tokens@128tok", "tokens@256tok", "context_tokens"]] = 30.0
+    return rows
+
+
+def test_pareto_draws_references_as_lines_outside_the_front():
+    df = _thirteen_strategies()
+    ax = plot_pareto(df).axes[0]
+    labels = [l.get_label() for l in ax.lines if not l.get_label().startswith("_")]
+    strategies = [l for l in ax.lines if l.get_label() in set(df.strategy)]
+    assert len(strategies) == 11 and "oracle" not in labels and "full_context" not in labels
+    assert len({(l.get_color(), l.get_marker()) for l in strategies}) == 11
+    assert len({l.get_color() for l in strategies}) == 11          # bm25 and oracle no longer share C0
+    refs = [l for l in ax.lines if l.get_label().startswith(("oracle (ref.", "full_context (ref."))]
+    assert len(refs) == 2 and all(len(set(l.get_ydata())) == 1 for l in refs)   # horizontal lines
+    oracle = [l for l in refs if l.get_label().startswith("oracle")][0]
+    assert oracle.get_ydata()[0] == 1.0 and "at 30 tokens" in oracle.get_label()
+    front = [l for l in ax.lines if l.get_label() == "Pareto front"][0]
+    # the front of the strategies alone: the oracle (1.0 at 30 tokens) would dominate every point
+    others = df[~df.strategy.isin(["oracle", "full_context"])].groupby("strategy")[
+        ["tokens@128tok", "recall@128tok", "tokens@256tok", "recall@256tok"]].mean()
+    points = [(r[f"tokens@{b}tok"], r[f"recall@{b}tok"]) for _, r in others.iterrows() for b in (128, 256)]
+    assert front.get_xdata().tolist() == [points[i][0] for i in pareto_front(points)]
+    assert len(front.get_xdata()) > 1 and 1.0 not in front.get_ydata().tolist()
+    scatter = plot_pareto(df, x="context_tokens", y="context_recall").axes[0]
+    assert len(scatter.collections) == 11 and not scatter.texts
+    assert [l.get_label() for l in scatter.lines if l.get_label().endswith("context_tokens)")] == [
+        "full_context (ref.: 0.210 at 180 context_tokens)", "oracle (ref.: 1.000 at 30 context_tokens)"]
+    assert set(plot_pareto(df, references=()).axes[0].lines[-1].get_ydata().tolist()) == {1.0}  # the oracle alone
+
+
+def test_colours_match_across_pareto_and_by_category():
+    df = _thirteen_strategies()
+    pareto = {l.get_label(): l.get_color() for l in plot_pareto(df).axes[0].lines}
+    ax = plot_by_category(df, "recall@256tok", method="normal").axes[0]
+    handles, names = ax.get_legend_handles_labels()
+    bars = {name: h.patches[0].get_facecolor() for h, name in zip(handles, names)}
+    from matplotlib.colors import to_rgba
+
+    assert all(to_rgba(pareto[name])[:3] == bars[name][:3] for name in pareto if name in bars)  # bm25 at 0: unfilled

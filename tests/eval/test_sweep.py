@@ -191,7 +191,7 @@ def test_metric_vs_param_draws_one_line_per_other_grid_setting(tmp_path, tiny_fi
     result = run_config(config)
     lines = [l.get_label() for l in result.figures["00_metric_vs_param_context_recall.png"].axes[0].lines]
     assert lines == ["lt, token_limit=60", "lt, token_limit=200"]
-    pareto = result.figures["01_pareto_.png"].axes[0]
+    pareto = result.figures["01_pareto_recall@Btok.png"].axes[0]  # written as 01_pareto_recall_at_Btok.png
     assert sorted(l.get_label() for l in pareto.lines)[-1] == "lt keep_rate=1.0 token_limit=60"
     assert "recall@20tok_ci_low" in result.summary.columns
 

@@ -1,0 +1,216 @@
+"""README result tables, generated from recorded bench output (never typed by hand).
+
+    python scripts/readme_results.py record [SWEEP_OUTPUT]   # runs/compare_builtins -> bench/results/compare_builtins.json
+    python scripts/readme_results.py render                  # rewrite README.md's marked blocks
+    python scripts/readme_results.py check                   # exit 1 if README.md and the files disagree
+
+The main job (``memlab sweep experiments/compare_builtins.toml``) writes its per-probe
+results to ``runs/compare_builtins/``; ``record`` turns them into
+``bench/results/compare_builtins.json``: every strategy's token-matched recall with its
+dialogue-clustered CI, the other headline columns, and every pairwise comparison of the
+ranked strategies (``memlab.eval.headline``). ``bench/bench_locomo.py --output
+bench/results/locomo.json`` records the LoCoMo figures.
+
+README.md holds blocks between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``;
+``render`` replaces each block's body with ``BLOCKS[NAME]`` rendered from the files, and
+tests/test_readme.py fails when a block differs from its rendering. ``NAME`` may carry an
+argument after a colon: ``compare_builtins_pair:layered,hybrid_plus`` states that pair's
+paired comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+README = REPO / "README.md"
+BLOCK = re.compile(r"(<!-- results:(?P<name>[\w.:,\-]+) -->)(?P<body>.*?)(<!-- /results:(?P=name) -->)", re.S)
+#: Columns of the main job's README table, after rank, strategy and the headline metric's CI.
+TABLE_COLUMNS = ("tokens@256tok", "recall@5", "context_recall", "context_tokens")
+
+
+def _rounded(value: Any) -> Any:
+    return round(float(value), 6) if isinstance(value, float) else value
+
+
+def record_sweep(folder: Path, out: Path = RESULTS / "compare_builtins.json") -> dict[str, Any]:
+    """Write the main job's headline figures (from ``folder/results.parquet``) to ``out``."""
+    from memlab.eval.headline import headline
+    from memlab.eval.metrics import summarize
+    from memlab.eval.results import load_results
+
+    from memlab.atomic import atomic_write_text
+
+    results = load_results(str(folder / "results.parquet"))
+    top = headline(results)
+    means = summarize(results, by=["strategy"], metrics=[c for c in TABLE_COLUMNS if c in results.columns])
+    means = means.set_index("strategy")
+    strategies = []
+    for _, row in top.ranking.iterrows():
+        entry = {"rank": row["rank"], "strategy": row["strategy"], top.metric: row[top.metric],
+                 "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_scored": int(row["n_scored"])}
+        entry.update({c: float(means.loc[row["strategy"], c]) for c in TABLE_COLUMNS if c in means.columns})
+        strategies.append({k: _rounded(v) for k, v in entry.items()})
+    pairs = [{k: _rounded(v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+             for row in top.pairs.to_dict("records")]
+    data = {"source": "memlab sweep experiments/compare_builtins.toml; python scripts/readme_results.py record",
+            "memlab_version": str(results["memlab_version"].iloc[0]) if "memlab_version" in results else None,
+            "dataset_hash": str(results["dataset_hash"].iloc[0]) if "dataset_hash" in results else None,
+            "n_dialogues": int(results["dialogue_id"].nunique()),
+            "n_probes": int(results.groupby("strategy").size().max()),
+            "metric": top.metric, "alpha": top.alpha, "strategies": strategies, "pairs": pairs}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, json.dumps(data, indent=1, sort_keys=False) + "\n")
+    return data
+
+
+def load(name: str) -> dict[str, Any]:
+    path = RESULTS / f"{name}.json"
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such results file; see scripts/readme_results.py")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _headline(data: dict[str, Any]):
+    import pandas as pd
+
+    from memlab.eval.headline import Headline
+
+    ranking = pd.DataFrame(data["strategies"])
+    return Headline(metric=data["metric"], ranking=ranking, pairs=pd.DataFrame(data["pairs"]), alpha=data["alpha"])
+
+
+def render_compare_builtins(_: str = "") -> str:
+    """The main job's ranked table and its headline sentences."""
+    data = load("compare_builtins")
+    metric = data["metric"]
+    columns = [c for c in TABLE_COLUMNS if c in data["strategies"][0]]
+    lines = [f"| rank | strategy | {metric} | 95% CI | " + " | ".join(columns) + " |",
+             "|---|---|---:|---:|" + "---:|" * len(columns)]
+    for s in data["strategies"]:
+        cells = [f"{s[c]:.0f}" if "tokens" in c else f"{s[c]:.3f}" for c in columns]
+        lines.append(f"| {s['rank']} | `{s['strategy']}` | {s[metric]:.3f} | [{s['ci_low']:.3f}, {s['ci_high']:.3f}] | "
+                     + " | ".join(cells) + " |")
+    lines.append("")
+    lines += [f"- {sentence}" for sentence in _headline(data).sentences()]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def render_compare_builtins_pair(arg: str) -> str:
+    """One recorded pair of the main job, stated with its test: ``a,b``."""
+    from memlab.eval.headline import phrase_comparison
+
+    a, b = arg.split(",")
+    data = load("compare_builtins")
+    for pair in data["pairs"]:
+        if {pair["a"], pair["b"]} == {a, b}:
+            if pair["a"] != a:  # orient as asked
+                pair = {**pair, "a": a, "b": b, "mean_a": pair["mean_b"], "mean_b": pair["mean_a"],
+                        "diff": -pair["diff"], "ci_low": -pair["ci_high"], "ci_high": -pair["ci_low"],
+                        "wins": pair["losses"], "losses": pair["wins"]}
+            return phrase_comparison(pair, alpha=data["alpha"])
+    raise SystemExit(f"compare_builtins.json has no pair {a} / {b}")
+
+
+def render_pvalue_floor(_: str = "") -> str:
+    """How many shipped dialogues there are, and the smallest sign-flip p they allow."""
+    from memlab.eval.headline import p_floor
+    from memlab.eval.replay import load_any
+
+    n = len(load_any(str(REPO / "datasets")).dialogues)
+    return f"With few dialogues ({n} in `datasets/`) the p-value cannot go below 2/2^{n} = {p_floor(n):.4f}"
+
+
+LOCOMO_ROWS = ("window", "longterm", "layered", "bm25", "bm25_prf", "vector[hashing]", "hybrid[hashing]", "bm25_plus",
+               "hybrid_plus[hashing]", "hybrid_decay[hashing]", "vector[minilm]", "vector[e5]", "hybrid[minilm]",
+               "hybrid_plus", "hybrid_plus[e5,minilm]", "hybrid_decay[e5]")
+PEER_ROWS = ("window", "camel_chat_history", "longterm[hashing]", "camel_longterm", "hybrid[hashing]",
+             "langchain_ensemble", "http_memory")
+
+
+def _locomo_table(rows: tuple[str, ...], columns: tuple[str, ...]) -> str:
+    data = load("locomo")
+    figures = data["figures"]
+    lines = ["| strategy | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+    for label in rows:
+        if label in figures:
+            f = figures[label]
+            lines.append(f"| `{label}` | " + " | ".join(f"{f[c]:,.0f}" if c in ("tokens", "seconds") else f"{f[c]:.1f}"
+                                                         for c in columns) + " |")
+    missing = [label for label in rows if label not in figures]
+    text = "\n".join(lines)
+    if missing:
+        text += ("\n\nNot recorded in `bench/results/locomo.json` yet: " + ", ".join(f"`{m}`" for m in missing)
+                 + " (`python bench/bench_locomo.py --only " + ",".join(missing)
+                 + " --output bench/results/locomo.json`).")
+    return "\n" + text + "\n"
+
+
+def render_locomo(_: str = "") -> str:
+    """Every built-in on LoCoMo, as recorded by bench/bench_locomo.py."""
+    return _locomo_table(LOCOMO_ROWS, ("recall@5", "recall@10", "recall@512tok", "tokens", "seconds"))
+
+
+def render_locomo_peers(_: str = "") -> str:
+    """memlab next to the peer libraries on LoCoMo, as recorded by bench/bench_locomo.py."""
+    return _locomo_table(PEER_ROWS, ("recall@5", "context_recall", "tokens", "seconds"))
+
+
+BLOCKS: dict[str, Callable[[str], str]] = {
+    "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
+    "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers}
+
+
+def render_block(name: str) -> str:
+    kind, _, arg = name.partition(":")
+    if kind not in BLOCKS:
+        raise SystemExit(f"README block {name!r}: unknown; known: {', '.join(BLOCKS)}")
+    return BLOCKS[kind](arg)
+
+
+def blocks(text: str) -> list[tuple[str, str]]:
+    """(name, body) of every marked block of ``text``."""
+    return [(m.group("name"), m.group("body")) for m in BLOCK.finditer(text)]
+
+
+def render(text: str) -> str:
+    """``text`` with every marked block's body rendered from the results files."""
+    return BLOCK.sub(lambda m: m.group(1) + render_block(m.group("name")) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record the main job's output folder")
+    rec.add_argument("folder", nargs="?", default=str(REPO / "runs" / "compare_builtins"))
+    sub.add_parser("render", help="rewrite README.md's marked blocks")
+    sub.add_parser("check", help="exit 1 when README.md and the results files disagree")
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        data = record_sweep(Path(args.folder))
+        print(f"wrote {RESULTS / 'compare_builtins.json'} ({len(data['strategies'])} strategies)")
+        return 0
+    text = README.read_text(encoding="utf-8")
+    new = render(text)
+    if args.command == "check":
+        if new != text:
+            print("README.md differs from its rendering: python scripts/readme_results.py render")
+            return 1
+        return 0
+    if new != text:
+        from memlab.atomic import atomic_write_text
+
+        atomic_write_text(README, new)
+    print(f"README.md: {len(blocks(new))} blocks rendered{'' if new != text else ', unchanged'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--probe-position", choices=["end", "after_evidence"], default=None,
                    help="LoCoMo: ask each question at the end (default) or right after its evidence")
     e.add_argument("--categories", default=None, help="comma-separated probe categories to keep")
+    e.add_argument("--roles", default=None, help="LongMemEval: comma-separated roles of the turns to index, "
+                   "or 'all' (default: user, LongMemEval's turn-level keys)")
     e.add_argument("--n-jobs", type=int, default=1, help="dialogues replayed in parallel (joblib)")
     e.add_argument("--output", default=None, help="also save per-probe rows (.parquet or .csv)")
     e.add_argument("--max-failures", type=int, default=None, metavar="N",
@@ -115,7 +117,7 @@ def parse_set(items: Sequence[str]) -> dict[str, Any]:
 def cmd_eval(args: argparse.Namespace) -> int:
     from .base import MemlabError
     from .eval.metrics import summarize
-    from .eval.replay import load_any, replay
+    from .eval.streaming import open_dataset, replay_any
     from .eval.results import save_results
     from .eval.sweep import import_user_module
     from .strategies import get
@@ -134,7 +136,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     options = {}
     if args.probe_position:
         options["probe_position"] = args.probe_position
-    dataset = load_any(args.dataset, args.format, **options)
+    if args.roles:
+        options["roles"] = None if args.roles == "all" else tuple(r.strip() for r in args.roles.split(","))
+    dataset = open_dataset(args.dataset, args.format, **options)  # a LongMemEval file streams
     if args.categories:
         dataset = dataset.subset(categories=[c.strip() for c in args.categories.split(",")])
     if dataset.n_probes == 0:
@@ -152,17 +156,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     ks = sorted({1, args.k})
     start = time.perf_counter()
     budgets = sorted(set(args.budgets))
-    rows = replay(strategy, dataset, ks=ks, k_max=args.k, label=args.strategy, n_jobs=args.n_jobs,
-                  progress=_show_progress(args), answerer=answerer, judge=judge, budgets=budgets,
-                  max_failures=args.max_failures)
+    rows = replay_any(strategy, dataset, ks=ks, k_max=args.k, label=args.strategy, n_jobs=args.n_jobs,
+                      progress=_show_progress(args), answerer=answerer, judge=judge, budgets=budgets,
+                      max_failures=args.max_failures)
     seconds = time.perf_counter() - start
+    if len(rows) == 0:
+        raise MemlabError(f"{args.dataset}: no probes (questions) to evaluate")
     if args.output:
         save_results(rows, args.output)
     summary = summarize(rows, by=["strategy"], ci=True).iloc[0].to_dict()
     k = args.k
     result: dict[str, Any] = {
         "strategy": args.strategy, "dataset": dataset.name, "dataset_hash": dataset.hash,
-        "n_dialogues": len(dataset.dialogues), "n_probes": int(summary["n_probes"]),
+        "n_dialogues": len(dataset), "n_probes": int(summary["n_probes"]),
         "n_scored": int(summary["n_scored"]), "n_failed": int(summary.get("n_failed", 0)),
         "llm_format_errors": int(summary.get("llm_format_errors", 0)),
     }
@@ -188,7 +194,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _eval_metric_names(k: int, budgets: Sequence[int]) -> list[str]:
     """The means ``memlab eval`` reports, token-matched ones first when budgets were given."""
-    names = [f"{m}@{b}tok" for b in budgets for m in ("recall", "hit_rate", "tokens")]
+    names = [f"{m}@{b}tok" for b in budgets for m in ("recall", "hit_rate", "tokens", "session_hit_rate",
+                                                        "session_recall")]
+    names += [f"session_hit_rate@{k}", f"session_recall@{k}", f"session_recall_all@{k}", f"session_ndcg@{k}"]
     names += [f"hit_rate@{k}", f"recall@{k}", f"recall_all@{k}", f"relevance_ratio@{k}", f"ndcg@{k}",
               f"mrr@{k}", "context_hit_rate", "context_recall", "context_relevance_ratio",
               "context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms",

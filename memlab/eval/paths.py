@@ -11,6 +11,9 @@ test's temporary directory); these functions find the files the same way from al
   without it, the first existing ``<base>/../shared/datasets/locomo/locomo10.json`` for
   ``base`` = the repository root, then the current directory and its ancestors; else None
   (LoCoMo is CC BY-NC 4.0 and never part of the repository).
+- ``longmemeval_path(name)``: a LongMemEval file (``longmemeval_oracle.dev.json``, ...) in the
+  folder named by ``MEMLAB_LONGMEMEVAL``, else in the first existing
+  ``<base>/../shared/datasets/longmemeval/`` (bases as for LoCoMo); else None.
 """
 
 from __future__ import annotations
@@ -24,6 +27,15 @@ from ..base import MemlabError
 LOCOMO_ENV = "MEMLAB_LOCOMO"
 #: Where LoCoMo is looked for, relative to the repository root and the current directory's ancestors.
 LOCOMO_RELATIVE = Path("..") / "shared" / "datasets" / "locomo" / "locomo10.json"
+
+
+#: Environment variable naming the folder of the LongMemEval files.
+LONGMEMEVAL_ENV = "MEMLAB_LONGMEMEVAL"
+#: Where the LongMemEval files are looked for, like ``LOCOMO_RELATIVE``.
+LONGMEMEVAL_RELATIVE = Path("..") / "shared" / "datasets" / "longmemeval"
+#: The development files: oracle (evidence sessions only) and S (about 50 sessions per question).
+LONGMEMEVAL_ORACLE = "longmemeval_oracle.dev.json"
+LONGMEMEVAL_S = "longmemeval_s_cleaned.dev.json.gz"
 
 
 def _is_checkout(path: Path) -> bool:
@@ -86,4 +98,21 @@ def locomo_path(start: str | Path | None = None) -> Path | None:
     return None
 
 
-__all__ = ["LOCOMO_ENV", "LOCOMO_RELATIVE", "datasets_dir", "locomo_path", "repo_root"]
+def longmemeval_path(name: str = LONGMEMEVAL_ORACLE, start: str | Path | None = None) -> Path | None:
+    """The LongMemEval file ``name``, or None when it is not on this machine (module docstring)."""
+    named = os.environ.get(LONGMEMEVAL_ENV)
+    if named:
+        path = Path(named).expanduser() / name
+        if not path.is_file():
+            raise MemlabError(f"{LONGMEMEVAL_ENV}={named}: no file {name} there")
+        return path.resolve()
+    root = repo_root(start)
+    for base in ([root] if root is not None else []) + _ancestors(start):
+        candidate = (base / LONGMEMEVAL_RELATIVE / name).resolve()
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+__all__ = ["LOCOMO_ENV", "LOCOMO_RELATIVE", "LONGMEMEVAL_ENV", "LONGMEMEVAL_ORACLE", "LONGMEMEVAL_RELATIVE",
+           "LONGMEMEVAL_S", "datasets_dir", "locomo_path", "longmemeval_path", "repo_root"]

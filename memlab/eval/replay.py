@@ -10,6 +10,10 @@ the turn it follows. One row per probe records:
 - retrieval view: retrieved_ids, retrieved_source_ids, retrieved_scores (ranked, k_max
   deep), retrieved_tokens (each hit's tokens as the context would show it,
   ``Strategy.hit_tokens``); with token budgets the list goes deeper, see ``replay``;
+- sessions: gold_sessions (the probe's evidence sessions, ``gold_sessions``) and
+  retrieved_sessions (per ranked hit, the sessions of its source turns; ids that are no
+  turn of the dialogue map to none), read by the session metrics
+  (``memlab.eval.metrics.sessions``);
 - context view: context_ids (source turns in the built context), context_record_ids,
   context_tokens;
 - lifecycle: stale_evidence (the probe's superseded turns), store_size (records the
@@ -95,6 +99,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
     settings = list(variants) if variants is not None else [None]
     per_variant: list[list[dict[str, Any]]] = [[] for _ in settings]
     charged = strategy.llm_usage()
+    session_of = {t.id: s.id for s in dialogue.sessions for t in s.turns}
     pending: str | None = None  # an LLM failure while reading turns: reported on the next probe
     for kind, item in dialogue.timeline():
         if kind == "turn":
@@ -155,6 +160,9 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
                 "llm_format_errors": cost("format_errors"),
                 "latency_ms": latency,
                 "error": error,
+                "gold_sessions": gold_sessions(probe, session_of),  # type: ignore[arg-type]
+                "retrieved_sessions": [list(dict.fromkeys(session_of[i] for i in h.memory_record.source_ids
+                                                          if i in session_of)) for h in hits],
             })
             charged_after = usage  # the answerer's calls are counted apart, never as the strategy's
             if answerer is not None:
@@ -171,6 +179,18 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
         if on_probe is not None:
             on_probe()
     return per_variant if variants is not None else per_variant[0]
+
+
+def gold_sessions(probe: Any, session_of: dict[str, str]) -> list[str]:
+    """The probe's evidence sessions: ``probe.metadata["evidence_sessions"]`` when it has them
+    (e.g. LongMemEval's answer sessions), else the distinct sessions of its gold turns in
+    evidence order; [] for a probe without gold turns (unscored, like every metric)."""
+    if not probe.evidence:
+        return []
+    given = probe.metadata.get("evidence_sessions") if probe.metadata else None
+    if given:
+        return [str(s) for s in dict.fromkeys(given)]
+    return list(dict.fromkeys(session_of[t] for t in probe.evidence if t in session_of))
 
 
 def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], probe: Any) -> dict[str, Any]:
@@ -417,7 +437,7 @@ _ROW_COLUMNS = ["dialogue_id", "probe_id", "category", "query", "answer", "gold"
                 "retrieved_tokens", "context_ids", "context_record_ids", "context_tokens", "store_size",
                 "llm_prompt_tokens",
                 "llm_completion_tokens", "llm_calls", "llm_cached_calls", "llm_format_errors", "latency_ms",
-                "error"]
+                "error", "gold_sessions", "retrieved_sessions"]
 
 
 _ANSWER_COLUMNS = ["prediction", "answer_f1", "judge_correct", "answer_prompt_tokens",
@@ -471,9 +491,10 @@ def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dat
     if not path.exists():
         raise MemlabError(f"{path}: no such file or folder")
     if path.is_dir():
-        files = sorted(p for p in path.glob("*.json") if not p.name.startswith("."))
+        files = sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz"))
+                       and not p.name.startswith("."))
         if not files:
-            raise MemlabError(f"{path}: folder has no .json dataset files")
+            raise MemlabError(f"{path}: folder has no .json (or .json.gz) dataset files")
         parts = [load_dataset(str(f), format=format, **options) for f in files]
         dialogues = [d for part in parts for d in part.dialogues]
         seen: set[str] = set()

@@ -15,6 +15,7 @@ from .builtins import get, make_embedder, names
 from .memory import LongtermStrategy, WindowStrategy
 from .reference import FullContextStrategy, OracleStrategy
 from .retrieval import RetrievalStrategy
+from .sessions import SessionStrategy  # registers bm25_sessions
 from .spec import build, build_strategy, to_spec
 
 register = registry.register
@@ -23,5 +24,5 @@ register = registry.register
 # its library only when built
 from .. import adapters as _adapters  # noqa: E402,F401
 
-__all__ = ["Context", "FullContextStrategy", "LongtermStrategy", "OracleStrategy", "RetrievalStrategy", "Strategy", "WindowStrategy", "build",
+__all__ = ["Context", "FullContextStrategy", "LongtermStrategy", "OracleStrategy", "RetrievalStrategy", "SessionStrategy", "Strategy", "WindowStrategy", "build",
            "build_strategy", "get", "make_embedder", "names", "register", "registry", "to_spec"]

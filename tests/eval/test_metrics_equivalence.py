@@ -18,6 +18,8 @@ from memlab.eval import replay
 from memlab.eval.lifecycle import add_stale_metrics, stale_metrics
 from memlab.eval.metrics import (CONTEXT_METRICS, RETRIEVAL_METRICS, budget_metrics, compute_metrics,
                                  context_metrics, metric_columns, retrieval_metrics)
+from memlab.eval.metrics.sessions import (SESSION_BUDGET_METRICS, SESSION_METRICS, session_budget_metrics,
+                                          session_metrics)
 from memlab.eval.replay import load_any
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +37,10 @@ def _list(value):
 def reference_metrics(rows: pd.DataFrame, ks=KS, budgets=BUDGETS) -> pd.DataFrame:
     names = ["n_gold"] + [f"{m}@{b}tok" for b in budgets for m in ("recall", "hit_rate", "tokens")]
     names += [f"{m}@{k}" for m in RETRIEVAL_METRICS for k in ks] + list(CONTEXT_METRICS)
+    sessions = "gold_sessions" in rows.columns and "retrieved_sessions" in rows.columns
+    if sessions:
+        names += [f"{m}@{b}tok" for b in budgets for m in SESSION_BUDGET_METRICS]
+        names += [f"{m}@{k}" for m in SESSION_METRICS for k in ks]
     records = []
     for _, row in rows.iterrows():
         gold = list(dict.fromkeys(str(g) for g in _list(row["gold"])))
@@ -46,6 +52,10 @@ def reference_metrics(rows: pd.DataFrame, ks=KS, budgets=BUDGETS) -> pd.DataFram
         values.update(retrieval_metrics(retrieved, gold, ks))
         values.update(budget_metrics(retrieved, _list(row["retrieved_tokens"]), gold, budgets))
         values.update(context_metrics(_list(row["context_ids"]), gold))
+        if sessions:
+            items, gold_sessions = _list(row["retrieved_sessions"]), _list(row["gold_sessions"])
+            values.update(session_metrics(items, gold_sessions, ks))
+            values.update(session_budget_metrics(items, _list(row["retrieved_tokens"]), gold_sessions, budgets))
         records.append(values)
     metrics = pd.DataFrame.from_records(records, index=rows.index, columns=names)
     out = rows.copy()
@@ -86,6 +96,9 @@ def test_hand_made_rows_equal_reference():
         "retrieved_tokens": [[30, 40, 600], [], [5], [5], [20, 20, 20], [70, 1]],
         "context_ids": [["t2", "t2", "t1"], [], ["t1"], [], ["x"], ["t9", "y"]],
         "stale_evidence": [["t2"], None, [], ["t1"], ["x"], ["t0"]],
+        "gold_sessions": [["s1", "s2"], ["s1"], [], None, ["s2"], ["s9"]],
+        "retrieved_sessions": [[["s3", "s2"], ["s2"], ["s1"]], [], [[]], [["s1"]], [["s2"], [], ["s2", "s1"]],
+                               [["s9"], ["s9"]]],
     })
     expected = reference_stale(reference_metrics(rows))
     got = add_stale_metrics(compute_metrics(rows, ks=KS, budgets=BUDGETS))
@@ -93,3 +106,5 @@ def test_hand_made_rows_equal_reference():
     # the values the reference gives, spelled out for two cells
     assert got.loc[0, "ndcg@3"] == (1.0 + 1.0 / math.log2(4)) / (1.0 + 1.0 / math.log2(3))
     assert got.loc[4, "relevance_ratio@3"] == 1.0 and got.loc[0, "recall@64tok"] == 0.5
+    assert got.loc[0, "session_ndcg@3"] == (1.0 / math.log2(3) + 1.0 / math.log2(4)) / (1.0 + 1.0 / math.log2(3))
+    assert got.loc[0, "session_recall@64tok"] == 0.5 and math.isnan(got.loc[2, "session_recall@1"])

@@ -59,7 +59,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..base import MemlabError
+from ...base import MemlabError
+from .sessions import (SESSION_BUDGET_METRICS, SESSION_COLUMNS, SESSION_METRICS, session_budget_metrics,
+                       session_hit_rate_at_k, session_into, session_metrics, session_ndcg_at_k,
+                       session_ranking, session_recall_all_at_k, session_recall_at_k)
 
 Item = str | Sequence[str]
 NAN = float("nan")
@@ -79,11 +82,12 @@ COST_COLUMNS = ("context_tokens", "llm_prompt_tokens", "llm_completion_tokens", 
 #: Row columns the metrics read.
 REQUIRED_COLUMNS = {"retrieval": ("gold", "retrieved_ids"), "context": ("gold", "context_ids")}
 _METRIC_COLUMN = re.compile(r"^(?:(?:%s)@\d+|(?:%s)@\d+tok|%s|%s|%s|n_gold)$" % (
-    "|".join(RETRIEVAL_METRICS), "|".join(BUDGET_METRICS), "|".join(CONTEXT_METRICS),
+    "|".join(RETRIEVAL_METRICS + SESSION_METRICS), "|".join(BUDGET_METRICS + SESSION_BUDGET_METRICS),
+    "|".join(CONTEXT_METRICS),
     "|".join(ANSWER_METRICS), "|".join(LIFECYCLE_METRICS)))
 #: Metrics bounded in [0, 1] (plots start their axis at 0 and end it at 1).
-BOUNDED = re.compile(r"^(?:(?:%s)@\d+|(?:recall|hit_rate)@\d+tok|%s|%s|%s)$" % (
-    "|".join(RETRIEVAL_METRICS), "|".join(CONTEXT_METRICS), "|".join(ANSWER_METRICS),
+BOUNDED = re.compile(r"^(?:(?:%s)@\d+|(?:recall|hit_rate|session_recall|session_hit_rate)@\d+tok|%s|%s|%s)$" % (
+    "|".join(RETRIEVAL_METRICS + SESSION_METRICS), "|".join(CONTEXT_METRICS), "|".join(ANSWER_METRICS),
     "|".join(LIFECYCLE_METRICS)))
 
 
@@ -265,6 +269,7 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
             if col not in rows.columns:
                 raise MemlabError(f"compute_metrics(view={v!r}) needs column {col!r}; "
                                   f"columns: {', '.join(map(str, rows.columns))}")
+    sessions = "retrieval" in views and all(c in rows.columns for c in SESSION_COLUMNS)
     names = ["n_gold"]
     if "retrieval" in views:
         # token-matched metrics first: they are the ones that compare across strategies
@@ -272,6 +277,9 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
         names += [f"{m}@{k}" for m in RETRIEVAL_METRICS for k in ks]
     if "context" in views:
         names += list(CONTEXT_METRICS)
+    if sessions:
+        names += [f"{m}@{b}tok" for b in budgets for m in SESSION_BUDGET_METRICS]
+        names += [f"{m}@{k}" for m in SESSION_METRICS for k in ks]
     has_sources = "retrieved_source_ids" in rows.columns
     # Plain lists, one pass per row: the same arithmetic as the per-metric functions above
     # (pinned equal by tests), without a pandas Series per row.
@@ -281,6 +289,8 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
     sources_col = rows["retrieved_source_ids"].tolist() if "retrieval" in views and has_sources else None
     tokens_col = rows["retrieved_tokens"].tolist() if "retrieval" in views and budgets else None
     context_col = rows["context_ids"].tolist() if "context" in views else None
+    gold_sessions_col = rows["gold_sessions"].tolist() if sessions else None
+    sessions_col = rows["retrieved_sessions"].tolist() if sessions else None
     for n, raw_gold in enumerate(golds):
         gold = _unique(_as_list(raw_gold, "gold", n))
         g = set(gold)
@@ -293,6 +303,7 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
                 retrieved = _as_list(retrieved_col[n], "retrieved_ids", n)
             items = [_ids(i) for i in retrieved]
             _retrieval_into(columns, items, g, ks)
+            prefixes: list[tuple[int, int]] = []
             if budgets:
                 tokens = _as_list(tokens_col[n], "retrieved_tokens", n)
                 if len(tokens) != len(retrieved):
@@ -300,6 +311,7 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
                                       f"{len(retrieved)} retrieved items")
                 for b in budgets:
                     m = budget_prefix(tokens, b)
+                    prefixes.append((b, m))
                     hit, recall = _hit_recall(items[:m], g)
                     columns[f"recall@{b}tok"].append(recall)
                     columns[f"hit_rate@{b}tok"].append(hit)
@@ -316,6 +328,13 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
                 columns["context_recall"].append(recall)
                 columns["context_recall_all"].append(float(recall == 1.0))
                 columns["context_relevance_ratio"].append(len(hits) / len(ctx) if ctx else 0.0)
+        if sessions_col is not None:
+            item_sessions = [_ids(i) for i in _as_list(sessions_col[n], "retrieved_sessions", n)]
+            if budgets and len(item_sessions) != len(tokens):
+                raise MemlabError(f"row {n}: retrieved_sessions has {len(item_sessions)} items for "
+                                  f"{len(tokens)} retrieved_tokens")
+            gold_sessions = {str(s) for s in _as_list(gold_sessions_col[n], "gold_sessions", n)}
+            session_into(columns, item_sessions, gold_sessions, ks, prefixes)
     out = rows.copy()
     for col in names:
         out[col] = pd.Series(columns[col], index=rows.index, dtype=int if col == "n_gold" else float)
@@ -460,7 +479,7 @@ def _aggregate(df: pd.DataFrame, keys: list[str], metrics: list[str],
         groups = [np.arange(len(work))]
     if not ci:
         return out
-    from .stats import cluster_bootstrap_ci
+    from ..stats import cluster_bootstrap_ci
 
     clusters = df[ci["cluster"]].astype(str).to_numpy()
     matrix = values.to_numpy(dtype=float)

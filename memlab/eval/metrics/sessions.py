@@ -1,0 +1,188 @@
+"""Session-level retrieval metrics: evidence found at the granularity of sessions.
+
+LongMemEval (Wu et al., ICLR 2025) and others report retrieval by *session*: a ranked list
+of turns is mapped to the sessions the turns belong to, deduplicated in rank order, and a
+question is answered when one of its evidence ("answer") sessions is among the first k
+distinct sessions. These are the same numbers for every dataset with sessions (native,
+LoCoMo, LongMemEval), computed from two row columns the replay writes:
+
+- ``gold_sessions``: the probe's evidence sessions G_s (distinct);
+- ``retrieved_sessions``: for each ranked item, the session ids of its source turns
+  (an item standing for turns of several sessions lists each of them once).
+
+Session ranking
+---------------
+Walk the items in rank order and, within an item, its sessions in order; keep each session
+the first time it appears. The result R = (s_1, s_2, ...) ranks every session by its
+first hit. With R_k its first k sessions (all of them when fewer) and G = |G_s|:
+
+- ``session_hit_rate@k``   = 1 if R_k contains a gold session, else 0
+  (LongMemEval's session-level recall_any@k)
+- ``session_recall@k``     = |R_k ∩ G_s| / G
+- ``session_recall_all@k`` = 1 if G_s ⊆ R_k, else 0 (LongMemEval's session-level recall_all@k)
+- ``session_ndcg@k``       = DCG_k / IDCG_k, DCG_k = sum_{i<=|R_k|} [s_i in G_s] / log2(i + 1),
+  IDCG_k = sum_{i=1..min(k, G)} 1 / log2(i + 1): the binary nDCG of ``ndcg@k`` over
+  distinct sessions. LongMemEval's own ndcg_any differs on purpose and is not
+  comparable: its gain list keeps one entry per *turn* (so a gold session counts
+  once per retrieved turn of it) and its discount is rel_1 + sum_{i>=2} rel_i / log2(i).
+
+k counts distinct sessions, not items: session_hit_rate@5 may read far more than five
+items when the first ones share sessions (LongMemEval's "effective k").
+
+Token-matched versions
+----------------------
+With T_B the items kept under a budget of B tokens (the longest prefix whose tokens sum
+to at most B, exactly as for ``recall@Btok``) and S_B the union of their sessions:
+
+- ``session_hit_rate@Btok`` = 1 if S_B contains a gold session, else 0
+- ``session_recall@Btok``   = |S_B ∩ G_s| / G
+
+A probe with no gold session (G = 0) is unscored: every session metric is NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+NAN = float("nan")
+
+#: Session metrics per k (columns ``<name>@<k>``), in column order.
+SESSION_METRICS = ("session_hit_rate", "session_recall", "session_recall_all", "session_ndcg")
+#: Session metrics per token budget (columns ``<name>@<B>tok``), in column order.
+SESSION_BUDGET_METRICS = ("session_hit_rate", "session_recall")
+#: Row columns the session metrics read; they are computed when both are present.
+SESSION_COLUMNS = ("gold_sessions", "retrieved_sessions")
+
+
+def _sessions(item: Any) -> list[str]:
+    return [item] if isinstance(item, str) else [str(s) for s in item]
+
+
+def session_ranking(retrieved_sessions: Sequence[Any]) -> list[str]:
+    """The distinct sessions of the ranked items, each at the rank of its first hit."""
+    return list(dict.fromkeys(s for item in retrieved_sessions for s in _sessions(item)))
+
+
+def _check_k(k: int | None) -> None:
+    from . import _check_k as check
+
+    check(k)
+
+
+def _gold(gold_sessions: Iterable[Any]) -> set[str]:
+    return {str(s) for s in gold_sessions}
+
+
+def _top(retrieved_sessions: Sequence[Any], k: int | None) -> list[str]:
+    _check_k(k)
+    ranking = session_ranking(retrieved_sessions)
+    return ranking if k is None else ranking[:k]
+
+
+def session_hit_rate_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
+                          k: int | None) -> float:
+    """1.0 if one of the first k distinct sessions is gold, else 0.0; NaN without gold sessions."""
+    g = _gold(gold_sessions)
+    if not g:
+        return NAN
+    return float(any(s in g for s in _top(retrieved_sessions, k)))
+
+
+def session_recall_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
+                        k: int | None) -> float:
+    """|gold sessions among the first k distinct sessions| / |gold sessions|; NaN without gold."""
+    g = _gold(gold_sessions)
+    if not g:
+        return NAN
+    return sum(s in g for s in _top(retrieved_sessions, k)) / len(g)
+
+
+def session_recall_all_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
+                            k: int | None) -> float:
+    """1.0 if the first k distinct sessions hold every gold session, else 0.0; NaN without gold."""
+    r = session_recall_at_k(retrieved_sessions, gold_sessions, k)
+    return r if math.isnan(r) else float(r == 1.0)
+
+
+def session_ndcg_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
+                      k: int | None) -> float:
+    """Binary nDCG over the first k distinct sessions, log2(i + 1) discount (module docstring)."""
+    g = _gold(gold_sessions)
+    if not g:
+        return NAN
+    top = _top(retrieved_sessions, k)
+    dcg = sum(1.0 / math.log2(i + 1) for i, s in enumerate(top, start=1) if s in g)
+    n_ideal = len(g) if k is None else min(k, len(g))
+    return dcg / sum(1.0 / math.log2(i + 1) for i in range(1, n_ideal + 1))
+
+
+def session_metrics(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
+                    ks: Sequence[int]) -> dict[str, float]:
+    """``<metric>@k`` for every metric of ``SESSION_METRICS`` and every k."""
+    out: dict[str, float] = {}
+    for name, fn in (("session_hit_rate", session_hit_rate_at_k), ("session_recall", session_recall_at_k),
+                     ("session_recall_all", session_recall_all_at_k), ("session_ndcg", session_ndcg_at_k)):
+        for k in ks:
+            out[f"{name}@{k}"] = fn(retrieved_sessions, gold_sessions, k)
+    return out
+
+
+def session_budget_metrics(retrieved_sessions: Sequence[Any], tokens: Sequence[int],
+                           gold_sessions: Iterable[Any], budgets: Sequence[int]) -> dict[str, float]:
+    """``session_hit_rate@Btok`` and ``session_recall@Btok`` for every budget B (module docstring)."""
+    from . import budget_prefix
+    from ...base import MemlabError
+
+    if len(tokens) != len(retrieved_sessions):
+        raise MemlabError(f"retrieved_tokens has {len(tokens)} entries for {len(retrieved_sessions)} "
+                          f"retrieved_sessions items")
+    out: dict[str, float] = {}
+    for b in budgets:
+        kept = list(retrieved_sessions)[:budget_prefix(tokens, b)]
+        out[f"session_hit_rate@{b}tok"] = session_hit_rate_at_k(kept, gold_sessions, None)
+        out[f"session_recall@{b}tok"] = session_recall_at_k(kept, gold_sessions, None)
+    return out
+
+
+_IDCG: dict[int, float] = {}
+
+
+def session_into(columns: dict[str, list[float]], items: list[list[str]], g: set[str], ks: Sequence[int],
+                 prefixes: Sequence[tuple[int, int]] = ()) -> None:
+    """Append one row's session metrics to ``columns`` (the functions above, in one pass).
+
+    ``items``: the row's sessions per ranked item; ``g``: its gold sessions; ``prefixes``:
+    (budget B, items kept under B) pairs.
+    """
+    if not g:
+        for k in ks:
+            for name in SESSION_METRICS:
+                columns[f"{name}@{k}"].append(NAN)
+        for b, _ in prefixes:
+            for name in SESSION_BUDGET_METRICS:
+                columns[f"{name}@{b}tok"].append(NAN)
+        return
+    n_gold = len(g)
+    ranking = list(dict.fromkeys(s for item in items for s in item))
+    for k in ks:
+        found = 0
+        dcg = 0.0
+        for i, s in enumerate(ranking[:k], start=1):
+            if s in g:
+                found += 1
+                dcg += 1.0 / math.log2(i + 1)
+        n_ideal = min(k, n_gold)
+        idcg = _IDCG.get(n_ideal)
+        if idcg is None:
+            idcg = _IDCG[n_ideal] = sum(1.0 / math.log2(i + 1) for i in range(1, n_ideal + 1))
+        recall = found / n_gold
+        columns[f"session_hit_rate@{k}"].append(float(found > 0))
+        columns[f"session_recall@{k}"].append(recall)
+        columns[f"session_recall_all@{k}"].append(float(recall == 1.0))
+        columns[f"session_ndcg@{k}"].append(dcg / idcg)
+    for b, m in prefixes:
+        found = len({s for item in items[:m] for s in item} & g)
+        columns[f"session_hit_rate@{b}tok"].append(float(found > 0))
+        columns[f"session_recall@{b}tok"].append(found / n_gold)

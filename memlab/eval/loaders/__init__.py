@@ -1,6 +1,8 @@
 """Dataset loaders: the native JSON format, LoCoMo and LongMemEval.
 
-``load_dataset(path)`` detects the format from the file's shape; ``format=`` forces one.
+``load_dataset(path)`` detects the format from the file's shape (``sniff_format``: a file
+holding an array is told by its first element, so a 278 MB LongMemEval file is not parsed
+twice); ``format=`` forces one. Files may be gzip-compressed (``.json.gz``).
 Format-specific options (``probe_position``, ``include_caption``, ``evidence_roles``, ...)
 are passed through to the loader of that format.
 """
@@ -15,7 +17,8 @@ from ...base import did_you_mean
 from ..dataset import Dataset, DatasetError
 from .locomo import CATEGORIES as LOCOMO_CATEGORIES
 from .locomo import load_locomo, locomo_turn_content, parse_locomo_date
-from .longmemeval import load_longmemeval, parse_longmemeval_date
+from .checks import first_char, iter_json_array
+from .longmemeval import iter_longmemeval, load_longmemeval, neutral_session_id, parse_longmemeval_date
 from .native import (
     dataset_from_dict,
     load_native,
@@ -44,6 +47,15 @@ def detect_format(doc: Any) -> str | None:
     return None
 
 
+def sniff_format(path: str) -> str | None:
+    """``detect_format`` of the file: an array by its first element alone, an object whole."""
+    if first_char(path) == "[":
+        for first in iter_json_array(path):
+            return detect_format([first])
+        return None
+    return detect_format(read_json(path))
+
+
 def load_dataset(path: str, format: str | None = None, **options: Any) -> Dataset:
     """Load a dataset file; ``format`` is 'native', 'locomo', 'longmemeval' or None (detect).
 
@@ -52,7 +64,7 @@ def load_dataset(path: str, format: str | None = None, **options: Any) -> Datase
     """
     path = str(path)
     if format is None:
-        format = detect_format(read_json(path))
+        format = sniff_format(path)
         if format is None:
             raise DatasetError(f"{path}: cannot tell the format (expected a native object with "
                                f"'dialogues', a LoCoMo list with 'conversation'/'qa', or a "
@@ -69,7 +81,7 @@ def load_dataset(path: str, format: str | None = None, **options: Any) -> Datase
 
 
 __all__ = [
-    "LOADERS", "LOCOMO_CATEGORIES", "dataset_from_dict", "detect_format", "load_dataset",
-    "load_locomo", "load_longmemeval", "load_native", "locomo_turn_content", "native_schema",
+    "LOADERS", "LOCOMO_CATEGORIES", "dataset_from_dict", "detect_format", "iter_longmemeval", "load_dataset",
+    "load_locomo", "load_longmemeval", "neutral_session_id", "sniff_format", "load_native", "locomo_turn_content", "native_schema",
     "parse_locomo_date", "parse_longmemeval_date", "validate_native",
 ]

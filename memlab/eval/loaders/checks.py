@@ -1,8 +1,11 @@
 """Checks every dataset loader runs (native, LoCoMo, LongMemEval): reading and semantics.
 
-``read_json`` reads a file as UTF-8 JSON: bytes that are not UTF-8 are named by byte offset,
+``read_json`` reads a file as UTF-8 JSON, gzip-compressed or not (told by the gzip magic
+bytes, whatever the name): bytes that are not UTF-8 are named by byte offset,
 a syntax error by line and column, and nesting deeper than ``MAX_DEPTH`` is refused (a
-200,000-deep array must be one clear line, not a RecursionError). ``NaN`` and ``Infinity``
+200,000-deep array must be one clear line, not a RecursionError). ``iter_json_array`` reads
+a file holding one JSON array element by element (the whole array is never in memory: a
+278 MB LongMemEval file is read one question at a time), with the same errors. ``NaN`` and ``Infinity``
 are accepted where JSON values are free-form (metadata); a NaN where a string is needed
 is a type error like any other.
 
@@ -20,8 +23,11 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import gzip
 import json
 import math
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +43,30 @@ MAX_DEPTH = 100
 MAX_TEXT_CHARS = 1_000_000
 
 
-def read_json(path: str) -> Any:
-    """Parse a UTF-8 JSON file (a leading BOM is skipped); every failure names the file."""
+#: The first two bytes of every gzip file.
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _read_bytes(path: str) -> bytes:
+    """The file's bytes, decompressed when it is gzip (magic bytes, not the name, decide)."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise DatasetError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise DatasetError(f"{path}: is a folder, expected a JSON file") from None
+    if data.startswith(GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise DatasetError(f"{path}: not a valid gzip file ({e})") from None
+    return data
+
+
+def read_json(path: str) -> Any:
+    """Parse a UTF-8 JSON file, gzip-compressed or not (a leading BOM is skipped); every
+    failure names the file."""
+    data = _read_bytes(path)
     skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
         text = data[skip:].decode("utf-8")
@@ -63,6 +85,134 @@ def read_json(path: str) -> Any:
         where = where if len(where) <= 2 * MAX_REPR else where[:2 * MAX_REPR - 3] + "..."
         raise DatasetError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels at {where}")
     return doc
+
+
+def _open_binary(path: str) -> Any:
+    """A binary stream of the file's (decompressed) bytes."""
+    try:
+        raw = open(path, "rb")
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DatasetError(f"{path}: is a folder, expected a JSON file") from None
+    if raw.read(2) == GZIP_MAGIC:
+        raw.seek(0)
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    raw.seek(0)
+    return raw
+
+
+def first_char(path: str) -> str:
+    """The first character of the file's JSON text that is not whitespace (or a BOM); '' if none."""
+    with _open_binary(path) as f:
+        try:
+            head = f.read(4096)
+            while head and not head.lstrip(b" \t\r\n").lstrip(codecs.BOM_UTF8).lstrip(b" \t\r\n"):
+                more = f.read(4096)
+                if not more:
+                    return ""
+                head += more
+        except (OSError, EOFError, zlib.error) as e:
+            raise DatasetError(f"{path}: not a valid gzip file ({e})") from None
+    text = head.lstrip(b" \t\r\n").lstrip(codecs.BOM_UTF8).lstrip(b" \t\r\n")
+    return chr(text[0]) if text else ""
+
+
+#: Characters read at a time by ``iter_json_array`` (doubled while one element does not fit).
+STREAM_CHUNK = 1 << 20
+
+
+def iter_json_array(path: str, chunk: int = STREAM_CHUNK) -> Iterator[Any]:
+    """The elements of a file holding one JSON array, parsed one at a time.
+
+    Only the element being parsed (and a read-ahead of ``chunk`` characters) is held; the
+    file may be gzip-compressed. Errors name the file: not an array, a syntax error (line
+    and column), bytes that are not UTF-8, nesting deeper than ``MAX_DEPTH``.
+    """
+    decoder = json.JSONDecoder()
+    with _open_binary(path) as raw:
+        utf8 = codecs.getincrementaldecoder("utf-8")()
+        buf, pos, eof, lines_before, line_start, read_bytes = "", 0, False, 0, 0, 0
+
+        def fill(size: int) -> bool:
+            nonlocal buf, pos, eof, lines_before, line_start, read_bytes
+            if eof:
+                return False
+            try:
+                data = raw.read(size)
+            except (OSError, EOFError, zlib.error) as e:
+                raise DatasetError(f"{path}: not a valid gzip file ({e})") from None
+            skip = len(codecs.BOM_UTF8) if read_bytes == 0 and data.startswith(codecs.BOM_UTF8) else 0
+            try:
+                more = utf8.decode(data[skip:], final=not data)
+            except UnicodeDecodeError as e:
+                offset = read_bytes - utf8.getstate()[0].__len__() + skip + max(e.start, 0)
+                byte = (e.object[e.start] if e.start < len(e.object) else 0)
+                raise DatasetError(f"{path}: not UTF-8: byte 0x{byte:02x} at byte offset {offset} "
+                                   f"({e.reason}); save the file as UTF-8") from None
+            read_bytes += len(data)
+            dropped = buf[:pos]
+            n = dropped.count("\n")
+            if n:
+                lines_before += n
+                line_start = len(dropped) - dropped.rfind("\n") - 1
+            else:
+                line_start += len(dropped)
+            buf, pos = buf[pos:] + more, 0
+            eof = not data
+            return bool(data)
+
+        def where(offset: int) -> str:
+            head = buf[:offset]
+            n = head.count("\n")
+            col = (offset - head.rfind("\n")) if n else (line_start + offset + 1)
+            return f"line {lines_before + n + 1}, column {col}"
+
+        def skip_ws() -> str:
+            nonlocal pos
+            while True:
+                while pos < len(buf) and buf[pos] in " \t\r\n":
+                    pos += 1
+                if pos < len(buf):
+                    return buf[pos]
+                if not fill(chunk):
+                    return ""
+
+        if skip_ws() != "[":
+            raise DatasetError(f"{path}: not a JSON array (expected '[' at {where(pos)})")
+        pos += 1
+        index = 0
+        while True:
+            c = skip_ws()
+            if c == "]":
+                pos += 1
+                if skip_ws():
+                    raise DatasetError(f"{path}: not valid JSON: extra data at {where(pos)}")
+                return
+            if index:
+                if c != ",":
+                    raise DatasetError(f"{path}: not valid JSON: expected ',' or ']' at {where(pos)}")
+                pos += 1
+                c = skip_ws()
+            if not c:
+                raise DatasetError(f"{path}: not valid JSON: the array is not closed (end of file)")
+            size = chunk
+            while True:
+                try:
+                    item, end = decoder.raw_decode(buf, pos)
+                    break
+                except json.JSONDecodeError as e:
+                    if not fill(size):  # the whole rest of the file is in buf: a real error
+                        raise DatasetError(f"{path}: not valid JSON: {e.msg} at {where(e.pos)}") from None
+                    size *= 2
+                except RecursionError:
+                    raise DatasetError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels") from None
+            deep = _too_deep(item)
+            if deep is not None:
+                raise DatasetError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels at [{index}]{deep}")
+            pos = end
+            index += 1
+            yield item
 
 
 def _too_deep(doc: Any) -> str | None:

@@ -6,39 +6,61 @@ The file is a list of questions, each with its own haystack::
      haystack_session_ids, haystack_dates, haystack_sessions: [[{role, content, has_answer?}]],
      answer_session_ids}
 
-Each question becomes one Dialogue (id = question_id) with one probe (same id) asked after
-the last turn at ``question_date``. Conventions (as in LongMemEval's retrieval code):
+It may be gzip-compressed (``longmemeval_s_cleaned.json.gz``). ``iter_longmemeval`` reads
+it one question at a time (the S file is 278 MB of JSON; only one question's haystack is
+held); ``load_longmemeval`` keeps them all. Each question becomes one Dialogue (id =
+question_id) with one probe (same id) asked after the last turn. Conventions:
 
-- turn ids are ``<session_id>:<i>`` with i the 1-based position of the turn in its session
-  (assistant turns count);
-- dates like ``2023/05/20 (Sat) 02:21`` are UTC; turn i (0-based) of a session is at the
-  session date + i * ``turn_spacing`` seconds; sessions are replayed in date order (a stable
-  sort; a reordering is reported as [sessions_reordered]);
-- evidence = the turns whose role is in ``evidence_roles`` (default: user, as LongMemEval
-  indexes user turns) and that carry ``has_answer: true``; when there are none, the turns
-  with those roles of the ``answer_session_ids`` sessions [evidence_from_answer_sessions];
-  abstention questions (id ending ``_abs``) are unscored, as LongMemEval leaves them out
-  of retrieval scoring [abstention_unscored]; so are questions left with no evidence
-  [evidence_empty]; answer sessions absent from the haystack are reported
-  [answer_session_unknown].
+- **Neutral session ids.** The published evidence session ids begin with ``answer_``, a
+  label leak (LongMemEval's own retrieval code marks gold by that text). Every haystack
+  session id ``sid`` becomes ``neutral_session_id(sid)`` = ``"s"`` + the first 10 hex
+  digits of sha256(sid), the same id wherever the session recurs; turn ids are
+  ``<neutral id>:<i>`` with i the 1-based position of the turn in its session (assistant
+  turns count). No published session id reaches a turn, a record, a probe's metadata or
+  anything a strategy sees; the map back (neutral -> published) is the dialogue's
+  ``metadata["session_ids"]``, which the replay never shows a strategy.
+- **Times.** Dates like ``2023/05/20 (Sat) 02:21`` are UTC; turn i (0-based) of a session
+  is at the session date + i * ``turn_spacing`` seconds; sessions are replayed in date
+  order (a stable sort; a reordering is reported as [sessions_reordered]). The probe is
+  asked at ``question_date``, or at its last turn when the question is dated earlier (43
+  of the 500 published oracle questions are) [question_before_last_turn]; the published
+  text is kept as ``probe.metadata["question_date"]``.
+- **Duplicated sessions.** A session listed twice with the same turns is kept once, at the
+  earlier of its dates (the published S file dates some copies days apart)
+  [duplicate_session_dropped]; the same id with different turns is an error.
+- **Units.** ``roles`` (default: every role) keeps only the turns of those roles: pass
+  ``("user",)`` to index user turns only, as LongMemEval's turn-level retrieval does.
+  Dropped turns keep their place in the numbering (turn ids do not change).
+- **Evidence.** The kept turns whose role is in ``evidence_roles`` (default: user) and
+  that carry ``has_answer: true``; when there are none, the kept turns with those roles
+  of the answer sessions [evidence_from_answer_sessions]. ``probe.metadata
+  ["evidence_sessions"]`` = the neutral ids of ``answer_session_ids`` (the session-level
+  gold). Abstention questions (id ending ``_abs``) are unscored at both levels, as
+  LongMemEval leaves them out of retrieval scoring [abstention_unscored]; so are
+  questions left with no evidence [evidence_empty]; answer sessions absent from the
+  haystack are reported [answer_session_unknown].
 
 Errors naming the file, question, session/turn and field: a missing or non-string
-``question_id``, ``question``, ``role`` or ``content``; haystack lists of different lengths;
-an impossible date; then the checks every loader runs (``checks.check_dataset``: duplicate
-question ids, duplicate session ids in one haystack, ...).
+``question_id``, ``question``, ``role`` or ``content``; a role that is not user, assistant
+or system; haystack lists of different lengths; an impossible date; then the checks every
+loader runs (``checks.check_dataset``: duplicate question ids, ...).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from ..dataset import Dataset, DatasetError, Dialogue, LoadReport, Probe, Session, Turn
-from .checks import check_dataset, get_field, got, read_json
+from ..dataset import ROLES, Dataset, DatasetError, Dialogue, LoadReport, Probe, Session, Turn
+from .checks import _short, check_dataset, get_field, got, iter_json_array
 
 _DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$")
 REQUIRED = ("question_id", "question", "haystack_session_ids", "haystack_dates", "haystack_sessions")
+#: Hex digits of sha256(published id) in a neutral session id.
+NEUTRAL_DIGITS = 10
 
 
 def parse_longmemeval_date(text: str) -> float:
@@ -54,17 +76,52 @@ def parse_longmemeval_date(text: str) -> float:
     return t.timestamp()
 
 
-def load_longmemeval(path: str, evidence_roles: tuple[str, ...] = ("user",),
-                     turn_spacing: float = 1.0) -> Dataset:
-    """Load a LongMemEval file (``longmemeval_s.json``, ``_m``, ``_oracle`` share the schema)."""
+def neutral_session_id(session_id: str) -> str:
+    """``"s"`` + the first ``NEUTRAL_DIGITS`` hex digits of sha256(session_id, UTF-8)."""
+    return "s" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:NEUTRAL_DIGITS]
+
+
+def _check_options(evidence_roles: tuple[str, ...], turn_spacing: float,
+                   roles: tuple[str, ...] | None) -> None:
     if not turn_spacing > 0:
         raise DatasetError(f"turn_spacing must be > 0 seconds, got {turn_spacing!r}")
-    doc = read_json(path)
-    if not isinstance(doc, list):
-        raise DatasetError(f"{path}: not a LongMemEval file (expected a list of questions)")
+    for name, value in (("evidence_roles", evidence_roles), ("roles", roles)):
+        if value is None and name == "roles":
+            continue
+        bad = [r for r in value if r not in ROLES]  # type: ignore[union-attr]
+        if isinstance(value, str) or not value or bad:
+            raise DatasetError(f"{name} must be a non-empty list of roles among {', '.join(ROLES)}, "
+                               f"got {value!r}")
+
+
+def iter_longmemeval(path: str, evidence_roles: tuple[str, ...] = ("user",), turn_spacing: float = 1.0,
+                     roles: tuple[str, ...] | None = None,
+                     report: LoadReport | None = None) -> Iterator[Dialogue]:
+    """The questions of a LongMemEval file as Dialogues, parsed and checked one at a time.
+
+    Entries go to ``report`` (when given) as questions are read. Each dialogue passes
+    ``check_dialogue``; question ids are checked to be unique across the file.
+    """
+    evidence_roles = tuple(evidence_roles)
+    roles = tuple(roles) if roles is not None else None
+    _check_options(evidence_roles, turn_spacing, roles)
+    report = report if report is not None else LoadReport()
+    seen: set[str] = set()
+    for i, item in enumerate(iter_json_array(str(path))):
+        d = _item(item, i, str(path), report, evidence_roles, turn_spacing, roles)
+        check_dataset([d], str(path), check_times=False)
+        if d.id in seen:
+            raise DatasetError(f"{path}: dialogue {_short(d.id)}: duplicate dialogue id")
+        seen.add(d.id)
+        yield d
+
+
+def load_longmemeval(path: str, evidence_roles: tuple[str, ...] = ("user",),
+                     turn_spacing: float = 1.0, roles: tuple[str, ...] | None = None) -> Dataset:
+    """Load a LongMemEval file (``longmemeval_s.json``, ``_m``, ``_oracle`` share the schema;
+    ``.json.gz`` too). See ``iter_longmemeval`` to read one question at a time."""
     report = LoadReport()
-    dialogues = [_item(item, i, str(path), report, tuple(evidence_roles), turn_spacing)
-                 for i, item in enumerate(doc)]
+    dialogues = list(iter_longmemeval(path, evidence_roles, turn_spacing, roles, report))
     # Sessions sorted by date may share a minute, so a session can start before the previous
     # one's last turn: time order is LongMemEval's, not checked here.
     check_dataset(dialogues, str(path), check_times=False)
@@ -79,7 +136,7 @@ def _date(text: Any, path: str, where: str, field: str) -> float:
 
 
 def _item(item: Any, index: int, path: str, report: LoadReport, evidence_roles: tuple[str, ...],
-          turn_spacing: float) -> Dialogue:
+          turn_spacing: float, roles: tuple[str, ...] | None) -> Dialogue:
     if not isinstance(item, dict):
         raise DatasetError(f"{path}: question {index + 1}: expected an object, got {type(item).__name__}")
     qid = item.get("question_id")
@@ -104,56 +161,100 @@ def _item(item: Any, index: int, path: str, report: LoadReport, evidence_roles: 
             raise DatasetError(f"{path}: {where}, session {sid!r}: field 'haystack_sessions' item "
                                f"{i + 1} must be an array of turns, got {got(session)}")
     starts = [_date(d, path, f"{where}, session {str(s)!r}", "haystack_dates") for s, d in zip(ids, dates)]
-    order = sorted(range(len(ids)), key=lambda i: starts[i])
-    if order != list(range(len(ids))):
+    # a session listed twice: identical copies are kept once, different content is an error
+    first_of: dict[str, int] = {}
+    keep: list[int] = []
+    for i, sid in enumerate(ids):
+        if sid not in first_of:
+            first_of[sid] = i
+            keep.append(i)
+            continue
+        j = first_of[sid]
+        if raw_sessions[i] == raw_sessions[j]:
+            if starts[i] < starts[j]:  # the copy kept is dated at the earlier of the two dates
+                keep[keep.index(j)] = i
+                first_of[sid] = i
+            report.add("duplicate_session_dropped", f"session {sid!r} listed twice with identical "
+                       f"turns (dated {dates[j]!r} and {dates[i]!r}): kept once, at the earlier "
+                       f"date", dialogue=qid, session=sid)
+        else:
+            raise DatasetError(f"{path}: dialogue {qid!r}, session {sid!r}: duplicate session id with "
+                               f"different content (items {j + 1} and {i + 1} of haystack_sessions)")
+    order = sorted(keep, key=lambda i: starts[i])
+    if order != keep:
         report.add("sessions_reordered", "haystack sessions sorted by date", dialogue=qid)
+    neutral: dict[str, str] = {}
+    for sid in first_of:
+        n = neutral_session_id(sid)
+        if n in neutral:
+            raise DatasetError(f"{path}: {where}: sessions {neutral[n]!r} and {sid!r} have the same "
+                               f"neutral id {n!r}; rename one")
+        neutral[n] = sid
+    to_neutral = {v: k for k, v in neutral.items()}
     sessions: list[Session] = []
     has_answer: list[str] = []
     for i in order:
         sid = str(ids[i])
+        nid = to_neutral[sid]
         turns = []
         for j, t in enumerate(raw_sessions[i]):
             twhere = f"{where}, session {sid!r}, turn {j + 1}"
             if not isinstance(t, dict):
                 raise DatasetError(f"{path}: {twhere}: must be an object, got {got(t)}")
-            get_field(t, "role", "string", path, twhere)
+            role = get_field(t, "role", "string", path, twhere)
             get_field(t, "content", "string", path, twhere)
-            tid = f"{sid}:{j + 1}"
+            if role not in ROLES:
+                raise DatasetError(f"{path}: {where}, session {sid!r}, turn {j + 1} ({sid + ':' + str(j + 1)!r}): "
+                                   f"field 'role' must be one of {', '.join(map(repr, ROLES))}, got {_short(role)}")
+            if roles is not None and role not in roles:
+                continue
+            tid = f"{nid}:{j + 1}"
             extra = {k: v for k, v in t.items() if k not in ("role", "content")}
-            turns.append(Turn(id=tid, speaker=t["role"], role=t["role"], text=t["content"],
-                              timestamp=starts[i] + j * turn_spacing, session_id=sid, metadata=extra))
-            if t.get("has_answer") is True and t["role"] in evidence_roles:
+            turns.append(Turn(id=tid, speaker=role, role=role, text=t["content"],
+                              timestamp=starts[i] + j * turn_spacing, session_id=nid, metadata=extra))
+            if t.get("has_answer") is True and role in evidence_roles:
                 has_answer.append(tid)
-        sessions.append(Session(id=sid, timestamp=starts[i], turns=turns))
+        sessions.append(Session(id=nid, timestamp=starts[i], turns=turns))
     evidence = has_answer
     answer_sessions = ([] if item.get("answer_session_ids") is None else
                        [str(s) for s in get_field(item, "answer_session_ids", "array", path, where)])
     known_sessions = {s.id: s for s in sessions}
     for s in answer_sessions:
-        if s not in known_sessions:
+        if s not in to_neutral:
             report.add("answer_session_unknown", f"answer session {s!r} is not in the haystack",
                        dialogue=qid, probe=qid)
-    if not evidence and answer_sessions:
-        evidence = [t.id for s in answer_sessions if s in known_sessions
-                    for t in known_sessions[s].turns if t.role in evidence_roles]
+    gold_sessions = list(dict.fromkeys(to_neutral[s] for s in answer_sessions if s in to_neutral))
+    if not evidence and gold_sessions:
+        evidence = [t.id for s in gold_sessions for t in known_sessions[s].turns if t.role in evidence_roles]
         if evidence:
             report.add("evidence_from_answer_sessions", "no has_answer turn: answer sessions' turns used",
                        dialogue=qid, probe=qid)
-    if qid.endswith("_abs") and evidence:
+    abstention = qid.endswith("_abs")
+    if abstention and (evidence or gold_sessions):
         # LongMemEval leaves abstention questions out of retrieval scoring: the asked fact
-        # was never said, so no turn is gold.
+        # was never said, so no turn (and no session) is gold.
         report.add("abstention_unscored", "abstention question: evidence cleared", dialogue=qid, probe=qid)
-        evidence = []
+        evidence, gold_sessions = [], []
     elif not evidence:
         report.add("evidence_empty", "no evidence: probe kept, unscored", dialogue=qid, probe=qid)
     answer = item.get("answer")
     if answer is not None and not isinstance(answer, str):
         report.add("answer_int_to_str", f"{answer!r} -> {str(answer)!r}", dialogue=qid, probe=qid)
         answer = str(answer)
-    asked = (_date(item["question_date"], path, where, "question_date")
-             if item.get("question_date") is not None else None)
-    meta: dict[str, Any] = {"answer_session_ids": answer_sessions,
-                            "abstention": qid.endswith("_abs")}
+    meta: dict[str, Any] = {"evidence_sessions": gold_sessions, "abstention": abstention}
+    asked = None
+    if item.get("question_date") is not None:
+        asked = _date(item["question_date"], path, where, "question_date")
+        meta["question_date"] = item["question_date"]
+        last = max((t.timestamp for s in sessions for t in s.turns), default=None)
+        if last is not None and asked < last:
+            report.add("question_before_last_turn", f"question_date {item['question_date']!r} is earlier "
+                       f"than the last turn: asked at the last turn's time", dialogue=qid, probe=qid)
+            meta["dated_before_last_turn"] = True
+            asked = last
     probe = Probe(id=qid, after_turn=None, query=question, evidence=evidence, answer=answer,
                   category=item.get("question_type"), metadata=meta, timestamp=asked)
-    return Dialogue(id=qid, sessions=sessions, probes=[probe])
+    return Dialogue(id=qid, sessions=sessions, probes=[probe], metadata={"session_ids": neutral})
+
+
+__all__ = ["iter_longmemeval", "load_longmemeval", "neutral_session_id", "parse_longmemeval_date"]

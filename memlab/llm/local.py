@@ -10,14 +10,17 @@ counted from llama.cpp's own token counts, a ``ResponseCache``, ``complete`` and
 - **Loading is lazy**: the constructor validates the configuration (the GGUF file exists and
   starts with the ``GGUF`` magic) and reaches neither the network nor the model; the first
   call loads it (``mmap``, ~2.5 s for the 270M model on 2 busy cores).
-- **Chat template**: ``chat_format=None`` uses the bundled model's Gemma turns
-  (``"memlab-gemma"``) for the bundled model and, for a GGUF given by path, llama.cpp's choice
-  (the template embedded in the GGUF when it has one). Gemma has no system role and no speaker
-  names: ``"memlab-gemma"`` (and ``"gemma"``, mapped to it) folds each system message into the
-  next user turn and writes a message's ``name`` as ``"Name: "`` before its content, so memlab's
-  task instructions and the dialogue's speakers reach the model (llama.cpp's plain ``"gemma"``
-  drops system messages). A wrong template makes a model continue the prompt instead of
-  answering (with llama.cpp's ``llama-2`` fallback the 270M model wrote ``[/INST]``).
+- **Chat template**: ``chat_format=None`` means, for a GGUF given by path, llama.cpp's choice
+  (the template embedded in the GGUF when it has one) and, for the bundled model, a plain
+  transcript (``"memlab-transcript"``, ``render_transcript``): the bundled GGUF is the *base*
+  Gemma 3 270M (``general.name`` "Gemma 3 270m", no ``tokenizer.chat_template``), and with
+  Gemma's chat turns it echoes the prompt ("What is the capital of France? wnętr ...") while
+  the transcript ``"Q: ...\nA:"`` style gets "The capital of France is Paris." (checked
+  by the tests: no template token in an answer). For Gemma *instruction-tuned* GGUFs pass
+  ``chat_format="gemma"``: it maps to ``"memlab-gemma"``, which folds each system message into
+  the next user turn and writes a message's ``name`` as ``"Name: "`` before its content
+  (llama.cpp's plain ``"gemma"`` drops system messages, and with them memlab's task
+  instructions). A wrong template makes a model continue the prompt instead of answering.
 - **Deterministic**: ``temperature=0`` is greedy decoding; ``seed`` seeds the sampler otherwise.
   Each call evaluates its whole prompt afresh (no prefix reuse from the previous call), so an
   answer does not depend on which call came before: same configuration, same answers.
@@ -45,8 +48,11 @@ from .base import LLM, Completion, LLMError, Message
 from .cache import ResponseCache
 from .openai_chat import RetryEvent
 
-#: The chat format registered with llama.cpp by this module (Gemma turns, system folded in).
+#: Chat formats registered with llama.cpp by this module: Gemma turns with the system messages
+#: folded in (for Gemma *instruction-tuned* models), and a plain transcript (for base models).
 GEMMA_FORMAT = "memlab-gemma"
+TRANSCRIPT_FORMAT = "memlab-transcript"
+_OURS = (GEMMA_FORMAT, TRANSCRIPT_FORMAT)
 #: Environment variable naming a GGUF to use when ``model_path`` is None.
 MODEL_ENV = "MEMLAB_LOCAL_MODEL"
 _GGUF_MAGIC = b"GGUF"
@@ -127,19 +133,45 @@ def fold_messages(messages: list[Message]) -> list[dict[str, str]]:
     return out
 
 
+#: Where a transcript answer stops: a blank line, or the model starting the next turn.
+TRANSCRIPT_STOP = ["\n\n", "\nUser:", "\nQuestion:", "\nAnswer:", "<end_of_turn>"]
+
+
+def render_transcript(messages: list[Message]) -> str:
+    """A plain-text prompt for a base (not instruction-tuned) model with no chat template.
+
+    System messages become paragraphs; every other message a line ``"Speaker: content"``
+    (its ``name``, else its role capitalised: ``User``, ``Assistant``); the prompt ends with
+    ``"Answer:"`` for the model to complete. Generation stops at ``TRANSCRIPT_STOP``."""
+    lines: list[str] = []
+    for m in messages:
+        role = str(m.get("role") or "user")
+        content = " ".join(str(m.get("content") or "").strip().split("\n\n"))
+        if role in ("system", "developer"):
+            lines.append(content + "\n")
+        else:
+            lines.append(f"{m.get('name') or role.capitalize()}: {content}")
+    return "\n".join(lines) + "\nAnswer:"
+
+
 def register_chat_format() -> None:
-    """Register ``GEMMA_FORMAT`` with llama.cpp (idempotent; also used by ``serve-llm``)."""
+    """Register ``GEMMA_FORMAT`` and ``TRANSCRIPT_FORMAT`` with llama.cpp (idempotent; ``serve-llm``
+    uses them too)."""
     from llama_cpp import llama_chat_format as formats
 
     with _FORMAT_LOCK:
         registry = formats.LlamaChatCompletionHandlerRegistry()
-        if GEMMA_FORMAT in getattr(registry, "_chat_handlers", {}):
+        if TRANSCRIPT_FORMAT in getattr(registry, "_chat_handlers", {}):
             return
 
         def format_memlab_gemma(messages: list[Any], **kwargs: Any) -> Any:
             return formats.format_gemma(fold_messages(messages), **kwargs)
 
+        def format_memlab_transcript(messages: list[Any], **kwargs: Any) -> Any:
+            return formats.ChatFormatterResponse(prompt=render_transcript(messages), stop=list(TRANSCRIPT_STOP))
+
         formats.register_chat_format(GEMMA_FORMAT)(format_memlab_gemma)
+        formats.register_chat_format(TRANSCRIPT_FORMAT)(format_memlab_transcript)
 
 
 def _is_gguf(path: str) -> bool:
@@ -222,8 +254,10 @@ class LocalLLM(LLM):
 
     def resolved_chat_format(self) -> str | None:
         """The llama.cpp chat format used: None means the GGUF's own template (llama.cpp's choice)."""
-        if self.chat_format in ("gemma", GEMMA_FORMAT) or (self.chat_format is None and self.bundled):
+        if self.chat_format in ("gemma", GEMMA_FORMAT):
             return GEMMA_FORMAT
+        if self.chat_format is None and self.bundled:
+            return TRANSCRIPT_FORMAT
         return self.chat_format
 
     def model_id(self) -> str:
@@ -278,7 +312,7 @@ class LocalLLM(LLM):
         except ImportError:
             raise ConfigError(f"LocalLLM needs llama-cpp-python: {_INSTALL_HINT}") from None
         chat_format = self.resolved_chat_format()
-        if chat_format == GEMMA_FORMAT:
+        if chat_format in _OURS:
             register_chat_format()
         path = self.resolved_path()
         start = time.perf_counter()

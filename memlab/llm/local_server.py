@@ -11,8 +11,8 @@ speaks the OpenAI API) talks to it unchanged::
 - it listens on 127.0.0.1 unless ``host`` names another address explicitly;
 - with ``api_key`` every request must carry ``Authorization: Bearer <key>`` (HTTP 401 otherwise);
 - the model is served under the name ``model_alias`` (requests naming another model get it too);
-- the chat format is resolved as ``LocalLLM`` resolves it (the bundled model: Gemma turns with
-  system messages folded in, ``GEMMA_FORMAT``, registered in this process before the server starts).
+- the chat format is resolved as ``LocalLLM`` resolves it (the bundled base model: a plain
+  transcript, ``TRANSCRIPT_FORMAT``, registered in this process before the server starts).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import ConfigError
-from .local import LocalLLM, register_chat_format, GEMMA_FORMAT
+from .local import _OURS, LocalLLM, register_chat_format
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8077
@@ -37,7 +37,7 @@ def build_app(llm: LocalLLM, api_key: str | None = None, model_alias: str = DEFA
         raise ConfigError(f"memlab serve-llm needs llama-cpp-python with its server extras "
                           f"(pip install 'memlab[local]'): {exc}") from None
     chat_format = llm.resolved_chat_format()
-    if chat_format == GEMMA_FORMAT:
+    if chat_format in _OURS:
         register_chat_format()
     model: dict[str, Any] = {"model": str(llm.resolved_path()), "model_alias": model_alias, "n_ctx": llm.n_ctx,
                              "n_gpu_layers": llm.n_gpu_layers, "seed": llm.seed, "verbose": llm.verbose}

@@ -13,7 +13,7 @@ import pytest
 
 from memlab.base import ConfigError
 from memlab.llm import LLMError, ResponseCache
-from memlab.llm.local import GEMMA_FORMAT, LocalLLM, fold_messages, models_dir
+from memlab.llm.local import GEMMA_FORMAT, TRANSCRIPT_FORMAT, LocalLLM, fold_messages, models_dir, render_transcript
 from memlab.strategies.builtins import make_llm
 
 TEMPLATE_TOKENS = ("<start_of_turn>", "<end_of_turn>", "[/INST]", "[INST]", "<bos>", "<eos>")
@@ -24,7 +24,7 @@ ASK = [{"role": "system", "content": "Answer in a few words."},
 
 @pytest.fixture(scope="module")
 def llm():
-    model = LocalLLM(n_ctx=1024, max_tokens=12, n_threads=2)
+    model = LocalLLM(n_ctx=1024, max_tokens=12)
     yield model
     model.close()
 
@@ -45,7 +45,7 @@ def test_constructor_validates_and_loads_nothing(tmp_path):
         LocalLLM(temperature=-0.1)
     model = LocalLLM()
     assert model.load_seconds is None  # lazy: nothing loaded yet
-    assert model.resolved_chat_format() == GEMMA_FORMAT
+    assert model.resolved_chat_format() == TRANSCRIPT_FORMAT  # the bundled GGUF is a base model
     assert LocalLLM(chat_format="gemma").resolved_chat_format() == GEMMA_FORMAT
 
 
@@ -69,9 +69,18 @@ def test_fold_messages_puts_system_and_names_into_user_turns():
                       {"role": "user", "content": "t"}, {"role": "user", "content": "S4"}]
 
 
+def test_transcript_prompt():
+    assert render_transcript([{"role": "system", "content": "Be brief."},
+                              {"role": "user", "name": "Ann", "content": "I live in Oslo.\n\nIt is cold."},
+                              {"role": "assistant", "content": "Nice."},
+                              {"role": "user", "content": "Question: Where does Ann live?"}]) == (
+        "Be brief.\n\nAnn: I live in Oslo. It is cold.\nAssistant: Nice.\nUser: Question: Where does Ann live?\nAnswer:")
+
+
 # -- the real model --------------------------------------------------------------------------
 def test_answers_from_context_without_template_tokens(llm):
     c = llm.complete(ASK)
+    assert not c.text.startswith(ASK[-1]["content"])  # answers, does not continue the prompt
     assert not any(t in c.text for t in TEMPLATE_TOKENS), c.text
     assert "sunrise" in c.text.lower(), c.text
     assert c.prompt_tokens > 20 and 0 < c.completion_tokens <= 12
@@ -91,7 +100,7 @@ def test_deterministic_and_usage_counted(llm):
 
 def test_cache_answers_repeats_and_counts_them():
     cache = ResponseCache()
-    model = LocalLLM(n_ctx=1024, max_tokens=4, n_threads=2, cache=cache)
+    model = LocalLLM(n_ctx=1024, max_tokens=4, cache=cache)
     first = model.complete(ASK)
     model.close()  # a hit must not need the model
     second = model.complete(ASK)

@@ -46,7 +46,7 @@ def server():
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "memlab.cli", "serve-llm", "--port", str(port), "--api-key", KEY,
-                             "--n-ctx", "1024", "--n-threads", "2"],
+                             "--n-ctx", "1024"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _wait_ready(proc, f"http://127.0.0.1:{port}/v1/models")

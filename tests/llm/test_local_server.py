@@ -15,6 +15,7 @@ import pytest
 
 from memlab.cli import main
 from memlab.llm import LLMError, OpenAIChat
+from memlab.llm.local import LocalLLM
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-local-test"
@@ -62,9 +63,12 @@ def server():
 
 def test_openai_chat_talks_to_it_unchanged(server):
     llm = OpenAIChat(model="local", base_url=server, api_key=KEY, max_tokens=8, max_retries=0)
-    c = llm.complete([{"role": "system", "content": "Answer in a few words."},
-                      {"role": "user", "content": "I painted a sunrise over the lake. What did I paint?"}])
-    assert "sunrise" in c.text.lower() and "<end_of_turn>" not in c.text
+    messages = [{"role": "system", "content": "Answer in a few words."},
+                {"role": "user", "content": "I painted a sunrise over the lake. What did I paint?"}]
+    c = llm.complete(messages)
+    # the same model, template and greedy decoding as in this process
+    assert c.text.strip() == LocalLLM(n_ctx=1024).complete(messages, max_tokens=8).text
+    assert "painted" in c.text and "<end_of_turn>" not in c.text and "Answer:" not in c.text
     assert c.prompt_tokens > 10 and 0 < c.completion_tokens <= 8
     assert llm.usage.calls == 1
 

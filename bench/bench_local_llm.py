@@ -2,8 +2,9 @@
 
 Replays the shipped dialogues (datasets/*.json) into
 
-- ``layered`` with the LLM for summaries, extraction, relevance filtering and multi-query
-  expansion (``MultiQueryExpander(n=2)`` in its retrieve step), and
+- ``layered`` with the LLM for summaries, extraction (every ``--extract-every`` turns, 5 by
+  default: one call per turn is the strategy's default and too slow for a CPU run), relevance
+  filtering and multi-query expansion (``MultiQueryExpander(n=2)`` in its retrieve step), and
 - ``layered_lifecycle`` with the LLM for merging, abstraction, gists and summaries,
 
 once with ``LocalLLM`` (default: the bundled Gemma 3 270M on the CPU) and once with the
@@ -13,7 +14,7 @@ recall with 95% cluster-bootstrap intervals for both models, then raw speed: ans
 tokens/s on short answer prompts. The device that ran is printed first, so a GPU run reads
 beside a CPU one:
 
-    python bench/bench_local_llm.py                               # CPU, bundled 270M model
+    python bench/bench_local_llm.py --files distractors.json      # CPU, bundled 270M model
     python bench/bench_local_llm.py --files travel_advisor.json   # one dialogue file
     python bench/bench_local_llm.py --model big.gguf --n-gpu-layers -1   # a GPU build
 
@@ -92,11 +93,12 @@ def step_format_errors(label: str, name: str) -> dict[str, int]:
     return dict(out)
 
 
-def run_steps(llm: LLM, label: str, dataset: Dataset) -> dict[str, Any]:
+def run_steps(llm: LLM, label: str, dataset: Dataset, extract_every: int) -> dict[str, Any]:
     timed = Timed(llm, label)
     rows = []
-    for name, params in (("layered", {}), ("layered_lifecycle", {})):
-        strategy = tracked(name, timed, **params)
+    for name, params in (("layered", {"update_step__extract_every": extract_every}), ("layered_lifecycle", {})):
+        strategy = tracked(name, timed)
+        strategy.set_params(**params)
         if name == "layered":
             strategy.set_params(retrieve_step__expander=MultiQueryExpander(timed, n=2))
         start = time.perf_counter()
@@ -138,15 +140,18 @@ def main() -> int:
     ap.add_argument("--n-threads", type=int, default=None)
     ap.add_argument("--n-gpu-layers", type=int, default=0)
     ap.add_argument("--n-ctx", type=int, default=8192)
+    ap.add_argument("--max-tokens", type=int, default=128, help="cap of each answer unless a step sets its own")
     ap.add_argument("--speed-answers", type=int, default=12, help="answer prompts timed for answers/s")
+    ap.add_argument("--extract-every", type=int, default=5,
+                    help="layered: extract facts every N turns (1: every turn, the strategy's default)")
     ap.add_argument("--skip-steps", action="store_true", help="only load time and answers/s")
     args = ap.parse_args()
 
     llm = LocalLLM(model_path=args.model, n_threads=args.n_threads, n_gpu_layers=args.n_gpu_layers,
-                   n_ctx=args.n_ctx, max_tokens=256)
+                   n_ctx=args.n_ctx, max_tokens=args.max_tokens)
     llm.load()
     figures: dict[str, Any] = {"device": llm.device(), "model": llm.model_id(), "n_threads": args.n_threads,
-                               "n_gpu_layers": args.n_gpu_layers, "load_seconds": round(llm.load_seconds or 0, 3)}
+                               "n_gpu_layers": args.n_gpu_layers, "max_tokens": args.max_tokens, "extract_every": args.extract_every, "load_seconds": round(llm.load_seconds or 0, 3)}
     print(f"device: {figures['device']}; model {figures['model']}; loaded in {figures['load_seconds']} s")
     if args.files:
         files = [Path(args.datasets) / f for f in args.files.split(",")]
@@ -158,7 +163,7 @@ def main() -> int:
     print(f"dataset: {dataset.name}, {len(dataset.dialogues)} dialogues, {dataset.n_probes} probes")
 
     if not args.skip_steps:
-        results = {label: run_steps(model, label, dataset)["rows"]
+        results = {label: run_steps(model, label, dataset, args.extract_every)["rows"]
                    for label, model in (("local", llm), ("offline", OfflineLLM()))}
         print("\nper LLM task (calls, tokens, seconds):")
         print(f"{'model':<8} {'task':<10} {'calls':>6} {'prompt_tok':>10} {'compl_tok':>9} {'seconds':>8} {'s/call':>7}")

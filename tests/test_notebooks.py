@@ -48,8 +48,8 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
                                         "layered_lifecycle": ("layered_lifecycle", {})},
                            "variants": {"no lifecycle": {"consolidate_every": None, "summarize_every": None},
                                         "full lifecycle": {}}},
-    # a real model (llama.cpp, Gemma 3 270M): three questions per slice, short answers
-    "10_answers.ipynb": {"locomo_questions": 3, "lme_questions": 3, "full_context_tokens": 600,
+    # a real model (llama.cpp, Gemma 3 270M): one question per slice, three strategies, short answers
+    "10_answers.ipynb": {"locomo_questions": 1, "lme_questions": 1, "strategy_names": ["oracle", "bm25_plus", "layered"],
                          "layered_tokens": 256, "answer_tokens": 12, "n_ctx": 2048},
     "04_decay.ipynb": {"time_units": [86400.0], "strength_growths": [0.0, 1.0], "decay_weights": [0.0, 0.2],
                        "multiplicative_time_units": [86400.0, 3.15e9],

@@ -6,6 +6,7 @@
     memlab compare RESULTS [RESULTS ...] --metric M [--a LABEL --b LABEL] [--json]
                    [--show N [--dataset FILE]]
     memlab strategies [--import FILE.py ...]
+    memlab serve-llm [--model PATH.gguf] [--host 127.0.0.1] [--port 8077] [--api-key KEY]
     memlab --version
 
 Bad input ends with one line on stderr and exit status 2; no traceback.
@@ -59,10 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--max-failures", type=int, default=None, metavar="N",
                    help="stop when more than N probes' LLM steps failed for good (default: 5%% of "
                         "the probes, at least 3); each failed probe is a row with 'error' set")
-    e.add_argument("--answer-llm", choices=["offline", "openai"], default=None,
+    e.add_argument("--answer-llm", choices=["offline", "openai", "local"], default=None,
                    help="also answer each probe from its context and score token F1 "
                         "(openai: MEMLAB_LLM_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY)")
-    e.add_argument("--judge-llm", choices=["offline", "openai"], default=None,
+    e.add_argument("--judge-llm", choices=["offline", "openai", "local"], default=None,
                    help="also label answers CORRECT/WRONG with an LLM judge (needs --answer-llm)")
     e.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE.py",
                    help="a Python file that registers strategies; repeatable")
@@ -91,7 +92,36 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE.py",
                     help="a Python file that registers strategies: they are listed too, with their "
                          "parameters; repeatable")
+    _serve_llm_parser(sub)
     return p
+
+
+def _serve_llm_parser(sub: Any) -> None:
+    v = sub.add_parser("serve-llm", help="serve a GGUF model as an OpenAI-compatible endpoint (llama.cpp)")
+    v.add_argument("--model", default=None, help="GGUF file (default: the bundled Gemma 3 270M)")
+    v.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    v.add_argument("--port", type=int, default=8077, help="port (default 8077)")
+    v.add_argument("--api-key", default=os.environ.get("MEMLAB_SERVE_API_KEY"),
+                   help="require this bearer key (default: $MEMLAB_SERVE_API_KEY; none: no key asked)")
+    v.add_argument("--alias", default="local", help="model name the server reports (default: local)")
+    v.add_argument("--chat-format", default=None, help="llama.cpp chat format (default: the model's own)")
+    v.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
+    v.add_argument("--n-threads", type=int, default=None, help="CPU threads (default: llama.cpp's choice)")
+    v.add_argument("--n-gpu-layers", type=int, default=0, help="layers on the GPU of a GPU build (-1: all)")
+
+
+def cmd_serve_llm(args: argparse.Namespace) -> int:
+    from .llm.local import LocalLLM
+    from .llm.local_server import serve
+
+    if not 0 < args.port < 65536:
+        raise _UsageError(f"memlab serve-llm: --port must be in 1..65535, got {args.port}")
+    llm = LocalLLM(model_path=args.model, chat_format=args.chat_format, n_ctx=args.n_ctx,
+                   n_threads=args.n_threads, n_gpu_layers=args.n_gpu_layers)
+    print(f"memlab serve-llm: {llm.resolved_path().name} as {args.alias!r} on http://{args.host}:{args.port}/v1"
+          f"{' (API key required)' if args.api_key else ''}", file=sys.stderr, flush=True)
+    serve(llm, host=args.host, port=args.port, api_key=args.api_key, model_alias=args.alias)
+    return 0
 
 
 def _progress_flags(p: argparse.ArgumentParser) -> None:
@@ -433,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_USAGE
         handler = {"eval": cmd_eval, "sweep": cmd_sweep, "compare": cmd_compare,
-                   "strategies": cmd_strategies}[args.command]
+                   "strategies": cmd_strategies, "serve-llm": cmd_serve_llm}[args.command]
         return handler(args)
     except (_UsageError, MemlabError, OSError, ValueError, TypeError, SyntaxError) as exc:
         # bad input (a file, a flag, a value): one line, no traceback

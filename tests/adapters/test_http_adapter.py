@@ -30,8 +30,8 @@ def _fed(strategy):
 def test_passes_the_check_suite_against_a_served_memory(service: MemoryService) -> None:
     # the generic checks end with "context"; one more is chosen by what the strategy declares
     done = ["context", "asking_changes_nothing"]
-    assert check_strategy(strategies.get("http_memory", base_url=service.base_url))[8:] == done
-    assert check_strategy(strategies.get("http_memory"))[8:] == done  # memlab's own service
+    assert check_strategy(strategies.get("http_memory", base_url=service.base_url))[9:] == done
+    assert check_strategy(strategies.get("http_memory"))[9:] == done  # memlab's own service
     assert check_retriever(HTTPMemoryRetriever(base_url=service.base_url))[-1] == "params_unchanged_by_use"
 
 

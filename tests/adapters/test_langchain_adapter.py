@@ -20,7 +20,7 @@ def _records(texts: list[str]) -> list[MemoryRecord]:
 
 
 def test_passes_the_check_suites() -> None:
-    assert check_strategy(strategies.get("langchain_ensemble"))[8:] == [
+    assert check_strategy(strategies.get("langchain_ensemble"))[9:] == [
         "context", "asking_changes_nothing"]  # the generic checks, then one chosen by capabilities
     assert check_retriever(LangChainEnsembleRetriever())[-1] == "params_unchanged_by_use"
 

@@ -116,10 +116,11 @@ def test_user_metric_end_to_end_eval_sweep_compare(f1, tiny_file, tmp_path, caps
     result = run_config(read_config(sweep_file), base_dir=tmp_path, output=tmp_path / "out")
     assert {"f1@1", "f1@3", "f1@3_ci_low"} <= set(result.summary.columns)
     summary_md = (tmp_path / "out" / "summary.md").read_text()
-    assert "f1@3" in summary_md and summary_md.splitlines()[0].endswith("| notes |")
+    wide = summary_md.split("## Every metric\n\n", 1)[1]  # after the ranked headline
+    assert "f1@3" in wide and wide.splitlines()[0].endswith("| notes |")
     # the tiny dataset names no stale evidence: its NaN means say so on their row
     assert "stale_in_context: no mean: no probe has a value (only probes that name stale evidence are " \
-           "scored)" in summary_md.splitlines()[2]
+           "scored)" in wide.splitlines()[2]
 
 
 def test_compare_refuses_a_metric_one_side_lacks(tiny_file, tmp_path, capsys):

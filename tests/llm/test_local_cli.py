@@ -28,7 +28,7 @@ def test_eval_layered_with_the_local_model(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["n_probes"] == 1 and out["params"]["llm"] == "local"
+    assert out["n_probes"] == 1 and out["params"]["llm"] == "LocalLLM"
     assert out["n_failed"] + out["n_scored"] == 1
     assert out["llm_prompt_tokens"] > 0 and out["llm_completion_tokens"] > 0   # the real model ran the steps
     assert isinstance(out["llm_format_errors"], int) and out["llm_format_errors"] >= 0

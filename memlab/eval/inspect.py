@@ -622,11 +622,12 @@ def _json_number(v: Any) -> Any:
 
 def cutoff_of(metric: str) -> tuple[int | None, int | None]:
     """The (k, budget) cut a metric reads: ``recall@5`` -> (5, None), ``recall@256tok`` ->
-    (None, 256), anything else (``context_recall``, ``answer_f1``) -> (None, None)."""
-    m = re.search(r"@(\d+)(tok)?$", str(metric))
-    if m is None:
-        return None, None
-    return (None, int(m.group(1))) if m.group(2) else (int(m.group(1)), None)
+    (None, 256), anything else (``context_recall``, ``answer_f1``, an unregistered name) ->
+    (None, None). The metric registry parses the name (``parse_column``)."""
+    from .metrics import parse_column
+
+    parsed = parse_column(str(metric))
+    return (None, None) if parsed is None else (parsed.k, parsed.budget)
 
 
 __all__ = ["REASONS", "ProbeTable", "cutoff_of", "inspect_probes", "miss_counts", "miss_crosstab",

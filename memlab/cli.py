@@ -193,15 +193,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _eval_metric_names(k: int, budgets: Sequence[int]) -> list[str]:
-    """The means ``memlab eval`` reports, token-matched ones first when budgets were given."""
-    names = [f"{m}@{b}tok" for b in budgets for m in ("recall", "hit_rate", "tokens", "session_hit_rate",
-                                                        "session_recall")]
-    names += [f"session_hit_rate@{k}", f"session_recall@{k}", f"session_recall_all@{k}", f"session_ndcg@{k}"]
-    names += [f"hit_rate@{k}", f"recall@{k}", f"recall_all@{k}", f"relevance_ratio@{k}", f"ndcg@{k}",
-              f"mrr@{k}", "context_hit_rate", "context_recall", "context_relevance_ratio",
-              "context_tokens", "llm_prompt_tokens", "llm_completion_tokens", "latency_ms",
-              "answer_f1", "judge_correct", "answer_prompt_tokens", "answer_completion_tokens"]
-    return names
+    """The means ``memlab eval`` reports: every registered metric at k and at each budget, in
+    registry order (token-matched ones first), then the cost columns. Lifecycle metrics are
+    reported as ``stale_rate``."""
+    from .eval.metrics import COST_COLUMNS, expand, registered
+
+    metrics = [m for m in registered() if m.view != "lifecycle"]
+    return expand(metrics, [k], budgets) + list(COST_COLUMNS)
 
 
 def _num(v: Any) -> Any:
@@ -222,18 +220,30 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
         first = rows["error"].dropna().iloc[0]
         print(f"  {result['n_failed']} probe(s) failed (metrics NaN, rows keep 'error'); first: {first}")
     print(f"dataset report: {result['dataset_report']['summary']}")
+    from .eval.metrics import COST_COLUMNS, is_metric_column, nan_notes, nan_reason, parse_column, report_columns
+
+    missing = []
     for name, value in result.items():
-        if "@" in name or name.startswith(("context_", "llm_", "answer_", "stale_")) or name == "judge_correct":
+        if is_metric_column(name) or name in COST_COLUMNS or name.startswith(("llm_", "stale_")):
+            if value is None:
+                missing.append(name)
+                continue
             ci = result["ci"].get(name)
             interval = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
             print(f"  {name:<26} {value:.4f}{interval}" if isinstance(value, float) else f"  {name:<26} {value}")
+    for name in missing:  # a NaN mean is never printed without its reason
+        why = "no scored probes" if not result["n_scored"] else f"no probe has a value: {nan_reason(name)}"
+        if name == "stale_rate":
+            why = "no probe names stale evidence"
+        print(f"  {name:<26} n/a  ({why})")
     if "category" in rows and rows["category"].notna().any():
-        budgets = [c for c in rows.columns if str(c).startswith("recall@") and str(c).endswith("tok")]
-        cols = [c for c in (*budgets, f"hit_rate@{k}", f"recall@{k}", f"relevance_ratio@{k}", "context_tokens")
-                if c in rows]
-        table = summarize(rows, by=["strategy"], metrics=cols, per_category=True)
+        cols = [c for c in report_columns(rows.columns, brief=True) if parse_column(c).k in (None, k)]
+        cols += ["context_tokens"] if "context_tokens" in rows else []
+        table = summarize(rows, by=["strategy"], metrics=cols, per_category=True).drop(columns=["strategy"])
         print()
-        print(table.drop(columns=["strategy"]).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}", na_rep="n/a"))
+        for note in nan_notes(table, by=["category"]):
+            print(f"note: {note}")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -250,15 +260,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                         progress=_show_progress(args), fresh=args.fresh)
     from .eval.compare import to_markdown
 
-    import re
+    from .eval.metrics import nan_notes, parse_column, report_columns
 
-    ks = sorted(int(m.group(1)) for c in result.summary.columns if (m := re.fullmatch(r"recall@(\d+)", c)))
-    k = 5 if 5 in ks else ks[-1]
-    budgets = [c for c in result.summary.columns if re.fullmatch(r"recall@\d+tok", c)]
-    wanted = ["strategy", "n_scored", "n_failed", *budgets, f"hit_rate@{k}", f"recall@{k}",
-              f"relevance_ratio@{k}", f"mrr@{k}",
-              "context_recall", "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
-    print(to_markdown(result.summary[[c for c in wanted if c in result.summary.columns]]))
+    brief = report_columns(result.summary.columns, brief=True)  # the registry's brief metrics
+    ks = sorted({p.k for p in map(parse_column, brief) if p.k is not None})
+    k = 5 if 5 in ks or not ks else ks[-1]
+    wanted = ["strategy", "n_scored", "n_failed", *[c for c in brief if parse_column(c).k in (None, k)],
+              "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
+    table = result.summary[[c for c in wanted if c in result.summary.columns]]
+    print(to_markdown(table))
+    for note in nan_notes(table):
+        print(f"note: {note}")
     if result.output is not None:
         print(f"\nwrote {result.output.resolve()} (summary.md has every metric)")
     if result.cells is not None:

@@ -6,7 +6,11 @@ files, each is prefixed with its file name (``runA:bm25``). Two strategies (two 
 one strategy each, or ``a``/``b`` labels) give one paired comparison
 (``memlab.eval.compare.compare_pair``); more give every pair with Holm-adjusted p-values.
 Results of different datasets (``dataset_hash``) or of different probes are refused:
-a paired comparison needs both strategies to answer the same questions.
+a paired comparison needs both strategies to answer the same questions. So is a metric
+that one file lacks (``recall@256tok`` where only one side ran with ``--budget 256``), a
+probe that one strategy scored and the other did not (NaN on one side only: a failed
+probe, or a metric computed for one run only), and a metric no probe has on both sides.
+Probes unscored on both sides (no gold evidence) are left out of the pairs, as always.
 """
 
 from __future__ import annotations
@@ -22,18 +26,24 @@ import pandas as pd
 
 from ..base import MemlabError
 from .compare import KEYS, compare_pair, pairwise, to_markdown
-from .metrics import metric_columns
+from .metrics import metric_columns, nan_reason, parse_column
+from .metrics.registry import close_metric_columns
 from .results import load_results
 
 
-def load_labelled(paths: Sequence[str]) -> pd.DataFrame:
-    """The files' rows stacked, with labels made unique across files (see the module docstring)."""
+def load_labelled(paths: Sequence[str], metric: str | None = None) -> pd.DataFrame:
+    """The files' rows stacked, with labels made unique across files (see the module docstring).
+
+    With ``metric``, every file must have that column (else one MemlabError naming the file).
+    """
     frames = []
     for path in paths:
         frame = load_results(str(path))
         for col in ("strategy", *KEYS):
             if col not in frame.columns:
                 raise MemlabError(f"{path}: not a results table (no column {col!r})")
+        if metric is not None and len(paths) > 1:
+            _check_metric(frame, metric, where=f"{path}")
         frames.append(frame.assign(_file=Path(path).stem))
     labels = [set(f["strategy"].astype(str)) for f in frames]
     shared = set.union(*[a & b for i, a in enumerate(labels) for b in labels[i + 1:]]) if len(frames) > 1 else set()
@@ -61,13 +71,51 @@ def check_same_probes(df: pd.DataFrame, names: Sequence[str]) -> None:
                               f"({len(only_a)} only in {first!r}, {len(only_b)} only in {other!r})")
 
 
-def _check_metric(df: pd.DataFrame, metric: str) -> None:
+def _check_metric(df: pd.DataFrame, metric: str, where: str = "the results") -> None:
     if metric in df.columns:
         return
     known = metric_columns(df)
-    close = difflib.get_close_matches(metric, known, n=1)
+    close = close_metric_columns(metric, known)
     hint = f" Did you mean {close[0]!r}?" if close else f" Metrics: {', '.join(known)}"
-    raise MemlabError(f"memlab compare: no metric {metric!r} in the results.{hint}")
+    parsed = parse_column(metric)
+    if parsed is not None and parsed.budget is not None:
+        hint = f": it was run without --budget {parsed.budget}"
+    else:
+        hint = "." + hint
+    raise MemlabError(f"memlab compare: no metric {metric!r} in {where}{hint}")
+
+
+def check_paired_values(df: pd.DataFrame, names: Sequence[str], metric: str) -> None:
+    """Refuse a comparison with a value missing on one side of a pair, or with no pair at all.
+
+    For every probe (``KEYS``), either every strategy in ``names`` has a value of ``metric``
+    or none has (an unscored probe); else one MemlabError says which strategy lacks how many
+    values, the first such probe, and why when the rows tell (``error``: a failed probe).
+    """
+    keys = list(KEYS)
+    part = df[df["strategy"].astype(str).isin(names)]
+    values = pd.to_numeric(part[metric], errors="coerce")
+    present = part.assign(_has=values.notna().to_numpy())
+    table = present.pivot_table(index=keys, columns="strategy", values="_has", aggfunc="max")
+    table = table.reindex(columns=list(names)).fillna(False).astype(bool)
+    some = table.any(axis=1)
+    for name in names:
+        lacking = table.index[some & ~table[name]]
+        if len(lacking):
+            first = dict(zip(keys, lacking[0] if isinstance(lacking[0], tuple) else (lacking[0],)))
+            rows = present[(present["strategy"].astype(str) == name)
+                           & (present[keys[0]].astype(str) == str(first[keys[0]]))
+                           & (present[keys[1]].astype(str) == str(first[keys[1]]))]
+            why = ""
+            if "error" in rows.columns and rows["error"].notna().any():
+                why = f" (its probe failed: {str(rows['error'].dropna().iloc[0]).splitlines()[0]})"
+            other = next(n for n in names if n != name)
+            raise MemlabError(f"memlab compare: {metric} is NaN for {name!r} on {len(lacking)} probe(s) that "
+                              f"{other!r} scored, first dialogue {first[keys[0]]!r}, probe {first[keys[1]]!r}"
+                              f"{why}; a paired comparison needs a value on both sides")
+    if not some.any():
+        raise MemlabError(f"memlab compare: no probe has a value of {metric} ({nan_reason(metric)}); "
+                          f"nothing to compare")
 
 
 def run_compare(paths: Sequence[str], metric: str, a: str | None = None, b: str | None = None,
@@ -75,7 +123,7 @@ def run_compare(paths: Sequence[str], metric: str, a: str | None = None, b: str 
     """What ``memlab compare`` prints: one JSON object, or readable text."""
     if (a is None) != (b is None):
         raise MemlabError("memlab compare: give both --a and --b, or neither")
-    df = load_labelled(paths)
+    df = load_labelled(paths, metric)
     _check_metric(df, metric)
     present = sorted(df["strategy"].astype(str).unique())
     if a is not None:
@@ -92,6 +140,7 @@ def run_compare(paths: Sequence[str], metric: str, a: str | None = None, b: str 
         raise MemlabError(f"memlab compare: need two strategies, the results hold {len(names)} ({names[0]!r}); "
                           f"give a second results file")
     check_same_probes(df, names)
+    check_paired_values(df, names, metric)
     if len(names) == 2:
         r = compare_pair(df, names[0], names[1], metric, n_resamples=n_resamples, seed=seed)
         out = {"metric": metric, "a": r.a, "b": r.b, "mean_a": r.mean_a, "mean_b": r.mean_b, "diff": r.diff,
@@ -125,4 +174,4 @@ def _clean(value: Any) -> Any:
     return value
 
 
-__all__ = ["check_same_probes", "load_labelled", "run_compare"]
+__all__ = ["check_paired_values", "check_same_probes", "load_labelled", "run_compare"]

@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 
 from ..base import MemlabError
 from .compare import bootstrap_ci
-from .metrics import BOUNDED
+from .metrics import is_bounded
 
 CLUSTER = "dialogue_id"
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -81,7 +81,7 @@ def _style(n: int) -> dict[str, object]:
 
 
 def _y_axis(ax: Axes, *metrics: str) -> None:
-    if metrics and all(BOUNDED.match(m) for m in metrics):
+    if metrics and all(is_bounded(m) for m in metrics):  # the registry says which lie in [0, 1]
         ax.set_ylim(0.0, 1.02)
     else:
         low, high = ax.get_ylim()

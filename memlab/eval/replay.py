@@ -100,6 +100,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
     per_variant: list[list[dict[str, Any]]] = [[] for _ in settings]
     charged = strategy.llm_usage()
     session_of = {t.id: s.id for s in dialogue.sessions for t in s.turns}
+    session_ids = {s.id for s in dialogue.sessions}
     pending: str | None = None  # an LLM failure while reading turns: reported on the next probe
     for kind, item in dialogue.timeline():
         if kind == "turn":
@@ -160,7 +161,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
                 "llm_format_errors": cost("format_errors"),
                 "latency_ms": latency,
                 "error": error,
-                "gold_sessions": gold_sessions(probe, session_of),  # type: ignore[arg-type]
+                "gold_sessions": gold_sessions(probe, session_of, session_ids),  # type: ignore[arg-type]
                 "retrieved_sessions": [list(dict.fromkeys(session_of[i] for i in h.memory_record.source_ids
                                                           if i in session_of)) for h in hits],
             })
@@ -181,15 +182,17 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
     return per_variant if variants is not None else per_variant[0]
 
 
-def gold_sessions(probe: Any, session_of: dict[str, str]) -> list[str]:
+def gold_sessions(probe: Any, session_of: dict[str, str], sessions: set[str] | None = None) -> list[str]:
     """The probe's evidence sessions: ``probe.metadata["evidence_sessions"]`` when it has them
-    (e.g. LongMemEval's answer sessions), else the distinct sessions of its gold turns in
-    evidence order; [] for a probe without gold turns (unscored, like every metric)."""
+    (e.g. LongMemEval's answer sessions; only those that are ``sessions`` of the dialogue
+    when given, as LongMemEval takes its gold from the haystack), else the distinct sessions
+    of its gold turns in evidence order; [] for a probe without gold turns (unscored, like
+    every metric)."""
     if not probe.evidence:
         return []
     given = probe.metadata.get("evidence_sessions") if probe.metadata else None
     if given:
-        return [str(s) for s in dict.fromkeys(given)]
+        return [s for s in dict.fromkeys(str(s) for s in given) if sessions is None or s in sessions]
     return list(dict.fromkeys(session_of[t] for t in probe.evidence if t in session_of))
 
 

@@ -39,7 +39,6 @@ import hashlib
 import importlib.util
 import itertools
 import json
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -280,15 +279,12 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
 def expected_columns(ks: Sequence[int], budgets: Sequence[int], grid: Mapping[str, Any] | None,
                      configured: Sequence[tuple[dict[str, Any], str, str, Strategy]]) -> set[str]:
     """The columns a sweep's results will have, known before the replay (for checking plots)."""
-    from .metrics import (ANSWER_METRICS, BUDGET_METRICS, CONTEXT_METRICS, COST_COLUMNS, LIFECYCLE_METRICS,
-                          RETRIEVAL_METRICS)
+    from .metrics import COST_COLUMNS, expand, registered
     from .replay import _ROW_COLUMNS, PARAM_PREFIX, flat_params
 
     columns = set(_ROW_COLUMNS) | {"strategy", "base_strategy", "strategy_class", "dataset", "dataset_hash",
                                    "n_gold", "memlab_version", "git_commit"}
-    columns |= {f"{m}@{k}" for m in RETRIEVAL_METRICS for k in ks}
-    columns |= {f"{m}@{b}tok" for m in BUDGET_METRICS for b in budgets}
-    columns |= set(CONTEXT_METRICS) | set(COST_COLUMNS) | set(LIFECYCLE_METRICS) | set(ANSWER_METRICS)
+    columns |= set(expand(registered(), ks, budgets)) | set(COST_COLUMNS)  # every registered metric
     columns |= set(grid or {})
     for _, _, _, strategy in configured:
         columns |= {PARAM_PREFIX + k for k in flat_params(strategy)}
@@ -321,7 +317,9 @@ def check_plot(plot: Mapping[str, Any], columns: set[str], where: str) -> None:
         for name in names:
             known = columns
             if kind == "metric_at_k" and key == "metric":
-                known = {c.split("@")[0] for c in columns if re.fullmatch(r"[a-z_]+@\d+", c)}
+                from .metrics import parse_column
+
+                known = {p.metric.name for p in map(parse_column, columns) if p is not None and p.metric.param == "k"}
             if name not in known:
                 close = difflib.get_close_matches(str(name), sorted(known), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -345,7 +343,6 @@ def check_output_dir(out: Path, where: str) -> None:
 def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, Any]], where: str,
                   user_modules: Sequence[Path] = ()) -> Path:
     """results.parquet, summary.csv, summary.md and one PNG per plot in ``out``."""
-    from .compare import to_markdown
     from .results import provenance, save_results
 
     from ..atomic import atomic_files, atomic_write, atomic_write_text
@@ -364,7 +361,7 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
         save_results(result.results, str(out / "results.parquet"))
         with atomic_write(out / "summary.csv", "w", encoding="utf-8", newline="") as fh:
             result.summary.to_csv(fh, index=False)
-        atomic_write_text(out / "summary.md", to_markdown(result.summary) + "\n")
+        atomic_write_text(out / "summary.md", summary_markdown(result.summary))
         atomic_write_text(out / "provenance.json",
                           json.dumps(provenance(user_modules=user_modules), indent=2) + "\n")
         for name, fig in figures.items():
@@ -372,6 +369,17 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
                 fig.savefig(fh, dpi=120, bbox_inches="tight", format=Path(name).suffix[1:] or "png")
     result.figures.update(figures)
     return out
+
+
+def summary_markdown(summary: pd.DataFrame) -> str:
+    """summary.md: the summary table; when a mean is NaN, a last column ``notes`` says why
+    on that row (``memlab.eval.metrics.summary.row_nan_notes``)."""
+    from .compare import to_markdown
+    from .metrics.summary import row_nan_notes
+
+    notes = ["; ".join(row_nan_notes(row)) for _, row in summary.iterrows()]
+    table = summary.assign(notes=notes) if any(notes) else summary
+    return to_markdown(table) + "\n"
 
 
 #: Sweep-file plot kinds and the ``memlab.eval.plots`` function drawing each.

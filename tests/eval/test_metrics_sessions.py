@@ -101,8 +101,8 @@ def test_replay_rows_carry_gold_and_retrieved_sessions():
         [t.split("t")[0]] for t in first["retrieved_ids"]]
     assert first["session_hit_rate@1"] == 1.0 and first["session_recall@1"] == 0.5
     assert list(rows.iloc[1]["gold_sessions"]) == [] and math.isnan(rows.iloc[1]["session_recall@3"])
-    given = replay(strategies.get("bm25"), _dialogue(["s1"]), ks=(1,))
-    assert list(given.iloc[0]["gold_sessions"]) == ["s1"]         # the probe's evidence_sessions win
+    given = replay(strategies.get("bm25"), _dialogue(["s1", "s1", "gone"]), ks=(1,))
+    assert list(given.iloc[0]["gold_sessions"]) == ["s1"]  # evidence_sessions win; ids of no session drop
 
 
 def test_shipped_and_locomo_replays_have_session_metrics():

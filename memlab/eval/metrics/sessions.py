@@ -27,7 +27,12 @@ first hit. With R_k its first k sessions (all of them when fewer) and G = |G_s|:
   once per retrieved turn of it) and its discount is rel_1 + sum_{i>=2} rel_i / log2(i).
 
 k counts distinct sessions, not items: session_hit_rate@5 may read far more than five
-items when the first ones share sessions (LongMemEval's "effective k").
+items when the first ones share sessions (LongMemEval's "effective k"). One difference
+from LongMemEval's turn-level runs: its ``run_retrieval.py`` renames the turns of an answer
+session that hold no answer to a ``noans_`` session, so its turn-to-session mapping counts
+such a session twice (once gold, once not) when both kinds of its turns are retrieved;
+memlab maps every turn to its one session. With that renaming left out, the values are
+LongMemEval's (checked in ``tests/eval/test_metrics_longmemeval_check.py``).
 
 Token-matched versions
 ----------------------
@@ -46,12 +51,12 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ...base import MemlabError
+from .registry import ProbeRow, register_metric, registered
+from .cuts import _check_k, budget_prefix
+
 NAN = float("nan")
 
-#: Session metrics per k (columns ``<name>@<k>``), in column order.
-SESSION_METRICS = ("session_hit_rate", "session_recall", "session_recall_all", "session_ndcg")
-#: Session metrics per token budget (columns ``<name>@<B>tok``), in column order.
-SESSION_BUDGET_METRICS = ("session_hit_rate", "session_recall")
 #: Row columns the session metrics read; they are computed when both are present.
 SESSION_COLUMNS = ("gold_sessions", "retrieved_sessions")
 
@@ -63,12 +68,6 @@ def _sessions(item: Any) -> list[str]:
 def session_ranking(retrieved_sessions: Sequence[Any]) -> list[str]:
     """The distinct sessions of the ranked items, each at the rank of its first hit."""
     return list(dict.fromkeys(s for item in retrieved_sessions for s in _sessions(item)))
-
-
-def _check_k(k: int | None) -> None:
-    from . import _check_k as check
-
-    check(k)
 
 
 def _gold(gold_sessions: Iterable[Any]) -> set[str]:
@@ -121,29 +120,23 @@ def session_ndcg_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable
 def session_metrics(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
                     ks: Sequence[int]) -> dict[str, float]:
     """``<metric>@k`` for every metric of ``SESSION_METRICS`` and every k."""
-    out: dict[str, float] = {}
-    for name, fn in (("session_hit_rate", session_hit_rate_at_k), ("session_recall", session_recall_at_k),
-                     ("session_recall_all", session_recall_all_at_k), ("session_ndcg", session_ndcg_at_k)):
-        for k in ks:
-            out[f"{name}@{k}"] = fn(retrieved_sessions, gold_sessions, k)
-    return out
+    row = ProbeRow(gold=[], gold_sessions=[str(s) for s in dict.fromkeys(gold_sessions)],
+                   retrieved_sessions=[_sessions(i) for i in retrieved_sessions])
+    return {m.column(k): m.fn(row, k)  # type: ignore[misc]
+            for m in registered(batch="sessions", param="k") for k in ks}
 
 
 def session_budget_metrics(retrieved_sessions: Sequence[Any], tokens: Sequence[int],
                            gold_sessions: Iterable[Any], budgets: Sequence[int]) -> dict[str, float]:
     """``session_hit_rate@Btok`` and ``session_recall@Btok`` for every budget B (module docstring)."""
-    from . import budget_prefix
-    from ...base import MemlabError
-
     if len(tokens) != len(retrieved_sessions):
         raise MemlabError(f"retrieved_tokens has {len(tokens)} entries for {len(retrieved_sessions)} "
                           f"retrieved_sessions items")
-    out: dict[str, float] = {}
-    for b in budgets:
-        kept = list(retrieved_sessions)[:budget_prefix(tokens, b)]
-        out[f"session_hit_rate@{b}tok"] = session_hit_rate_at_k(kept, gold_sessions, None)
-        out[f"session_recall@{b}tok"] = session_recall_at_k(kept, gold_sessions, None)
-    return out
+    row = ProbeRow(gold=[], tokens=[int(t) for t in tokens],
+                   gold_sessions=[str(s) for s in dict.fromkeys(gold_sessions)],
+                   retrieved_sessions=[_sessions(i) for i in retrieved_sessions])
+    return {m.column(b): m.fn(row, b) for b in budgets  # type: ignore[misc]
+            for m in registered(batch="sessions", param="tok")}
 
 
 _IDCG: dict[int, float] = {}
@@ -186,3 +179,26 @@ def session_into(columns: dict[str, list[float]], items: list[list[str]], g: set
         found = len({s for item in items[:m] for s in item} & g)
         columns[f"session_hit_rate@{b}tok"].append(float(found > 0))
         columns[f"session_recall@{b}tok"].append(found / n_gold)
+
+
+_UNSCORED = "a probe without gold sessions (no gold evidence) is unscored"
+
+
+def _kept(row: ProbeRow, b: int) -> list[list[str]]:
+    return row.retrieved_sessions[:budget_prefix(row.tokens, b)]
+
+
+# Registration order is column order: the token-matched block, then the @k block.
+for _name, _fn in (("session_hit_rate", session_hit_rate_at_k), ("session_recall", session_recall_at_k)):
+    register_metric(_name, lambda row, b, _fn=_fn: _fn(_kept(row, b), row.gold_sessions, None), view="budget",
+                    param="tok", needs=SESSION_COLUMNS, batch="sessions", unscored=_UNSCORED,
+                    doc=f"{_fn.__name__.replace('_at_k', '')} over the sessions of the items kept under B tokens")
+for _name, _fn in (("session_hit_rate", session_hit_rate_at_k), ("session_recall", session_recall_at_k),
+                   ("session_recall_all", session_recall_all_at_k), ("session_ndcg", session_ndcg_at_k)):
+    register_metric(_name, lambda row, k, _fn=_fn: _fn(row.retrieved_sessions, row.gold_sessions, k),
+                    view="retrieval", param="k", needs=SESSION_COLUMNS, batch="sessions", unscored=_UNSCORED,
+                    doc=(_fn.__doc__ or "").split("\n")[0])
+
+#: Session metric names per k and per token budget, in column order (from the registry).
+SESSION_METRICS = tuple(m.name for m in registered(batch="sessions", param="k"))
+SESSION_BUDGET_METRICS = tuple(m.name for m in registered(batch="sessions", param="tok"))

@@ -144,7 +144,7 @@ def test_sweep_compare_builtins_through_the_cli(tmp_path: Path) -> None:
     out = tmp_path / "builtins"
     assert main(["sweep", str(EXPERIMENTS / "compare_builtins.toml"), "--output", str(out)]) == 0
     results = _sweep_outputs(out)
-    expected = ["bm25", "bm25_plus", "bm25_prf", "full_context", "hybrid", "hybrid_decay", "hybrid_plus", "layered",
+    expected = ["bm25", "bm25_plus", "bm25_prf", "bm25_session_prior", "bm25_sessions", "full_context", "hybrid", "hybrid_decay", "hybrid_plus", "layered",
                 "layered_lifecycle", "longterm", "oracle", "vector", "window"]
     assert results.groupby("strategy").size().to_dict() == {name: SHIPPED_PROBES for name in expected}
     assert len(list(out.glob("*.png"))) == 4

@@ -36,6 +36,8 @@ The cache key's model is ``model_id``: ``"<file name>:<size in bytes>:<chat form
 
 from __future__ import annotations
 
+import atexit
+
 import os
 import threading
 import time
@@ -62,6 +64,20 @@ _FORMAT_LOCK = threading.Lock()
 #: answerer of one run): (llama_cpp.Llama, the lock that serialises its calls, load seconds).
 _LOADED: dict[tuple[Any, ...], tuple[Any, threading.Lock, float]] = {}
 _LOADED_LOCK = threading.Lock()
+
+
+def _close_all() -> None:
+    """Free every loaded model before the interpreter tears llama_cpp's module down: a Llama
+    left to ``__del__`` at exit calls into an already-cleared module and prints a TypeError."""
+    with _LOADED_LOCK:
+        entries = list(_LOADED.values())
+        _LOADED.clear()
+    for llama, lock, _ in entries:
+        with lock:
+            llama.close()
+
+
+atexit.register(_close_all)
 
 
 #: Environment variable naming the folder of assembled models.

@@ -36,27 +36,26 @@ the turn it follows. One row per probe records:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import pandas as pd
 
-from ..base import Component, MemlabError
-from ..secrets import MASK, Secret
+from ..base import MemlabError
 from ..strategy import Strategy
-from .dataset import Dataset, Dialogue
+# PARAM_PREFIX, flat_params and load_any are re-exported: they lived here before.
+from .configuration import PARAM_PREFIX as PARAM_PREFIX, flat_params as flat_params
+from .configuration import add_configuration, strategy_label
+from .dataset import Dataset, Dialogue, Probe, Turn
+from .dataset_files import load_any as load_any
 from .lifecycle import add_stale_metrics
+from .progress import progress_bar
 from .rows import ANSWER_COLUMNS as _ANSWER_COLUMNS, ROW_COLUMNS as _ROW_COLUMNS
 from ..llm.base import LLMError
 from .metrics import compute_metrics, metric_columns
 from .workers import die_with_parent
-
-PARAM_PREFIX = "param:"
-
 
 #: The deepest list ``replay`` asks for when filling a token budget.
 MAX_BUDGET_DEPTH = 1024
@@ -105,20 +104,21 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
     pending: str | None = None  # an LLM failure while reading turns: reported on the next probe
     for kind, item in dialogue.timeline():
         if kind == "turn":
+            turn = cast(Turn, item)
             try:
-                strategy.observe(item.to_record(dialogue.id))  # type: ignore[union-attr]
+                strategy.observe(turn.to_record(dialogue.id))
             except LLMError as exc:
-                pending = pending or f"reading turn {item.id!r}: {exc}"  # type: ignore[union-attr]
+                pending = pending or f"reading turn {turn.id!r}: {exc}"
             continue
-        probe = item
-        now = dialogue.probe_time(probe)  # type: ignore[arg-type]
+        probe = cast(Probe, item)
+        now = dialogue.probe_time(probe)
         if strategy.uses_gold:
-            strategy.see_probe(probe)  # type: ignore[arg-type]
+            strategy.see_probe(probe)
         observed_error, pending = pending, None
         observed = strategy.llm_usage()  # what reading the turns since the last probe cost
         for setting, rows in zip(settings, per_variant):
             if setting is not None:
-                strategy.set_query_params(**setting)  # type: ignore[attr-defined]
+                strategy.set_query_params(**setting)
             before = strategy.llm_usage()
             error = observed_error
             hits: list[Any] = []
@@ -126,8 +126,8 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             context: Any = None
             start = time.perf_counter()
             try:
-                hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now)  # type: ignore[union-attr]
-                context = strategy.build_context(probe.query, now=now)  # type: ignore[union-attr]
+                hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now)
+                context = strategy.build_context(probe.query, now=now)
             except LLMError as exc:
                 error = error or str(exc)
             latency = (time.perf_counter() - start) * 1000.0
@@ -139,13 +139,13 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
 
             rows.append({
                 "dialogue_id": dialogue.id,
-                "probe_id": probe.id,  # type: ignore[union-attr]
-                "category": probe.category,  # type: ignore[union-attr]
-                "query": probe.query,  # type: ignore[union-attr]
-                "answer": probe.answer,  # type: ignore[union-attr]
-                "gold": list(probe.evidence),  # type: ignore[union-attr]
-                "stale_evidence": list(probe.stale_evidence),  # type: ignore[union-attr]
-                "position": dialogue.probe_position(probe),  # type: ignore[arg-type]
+                "probe_id": probe.id,
+                "category": probe.category,
+                "query": probe.query,
+                "answer": probe.answer,
+                "gold": list(probe.evidence),
+                "stale_evidence": list(probe.stale_evidence),
+                "position": dialogue.probe_position(probe),
                 "probe_time": float(now),
                 "retrieved_ids": [h.id for h in hits],
                 "retrieved_source_ids": [list(h.memory_record.source_ids) for h in hits],
@@ -162,7 +162,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
                 "llm_format_errors": cost("format_errors"),
                 "latency_ms": latency,
                 "error": error,
-                "gold_sessions": gold_sessions(probe, session_of, session_ids),  # type: ignore[arg-type]
+                "gold_sessions": gold_sessions(probe, session_of, session_ids),
                 "retrieved_sessions": [list(dict.fromkeys(session_of[i] for i in h.memory_record.source_ids
                                                           if i in session_of)) for h in hits],
             })
@@ -171,12 +171,12 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
                 answered = _failed_answer_columns()
                 if error is None:
                     try:
-                        answered = _answer_columns(answerer, judge, context.messages, probe)  # type: ignore[arg-type]
+                        answered = _answer_columns(answerer, judge, context.messages, probe)
                     except LLMError as exc:
                         rows[-1]["error"] = error = f"answering: {exc}"
                 rows[-1].update(answered)
             if error is not None and on_failure is not None:
-                on_failure(f"dialogue {dialogue.id!r}, probe {probe.id!r}: {error}")  # type: ignore[union-attr]
+                on_failure(f"dialogue {dialogue.id!r}, probe {probe.id!r}: {error}")
         charged = charged_after
         if on_probe is not None:
             on_probe()
@@ -256,17 +256,6 @@ class _FailureLimit:
         if self.count > self.limit:
             raise LLMError(f"{self.count} probes failed, more than max_failures={self.limit} "
                            f"(--max-failures); stopped. First failure: {self.first}")
-
-
-def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> Any:
-    """A tqdm bar on stderr, or None when ``enabled`` is false."""
-    if not enabled or total <= 0:
-        return None
-    import sys
-
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, leave=False)
 
 
 def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequence[int] = (1, 5, 10),
@@ -436,68 +425,3 @@ def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int 
         if bar is not None:
             bar.close()
     return done
-
-
-def strategy_label(strategy: Strategy) -> str:
-    return repr(strategy)
-
-
-def flat_params(component: Component) -> dict[str, Any]:
-    """Every parameter, deep, as scalars for table columns (components by class name, lists as JSON)."""
-    out: dict[str, Any] = {}
-    for name, value in component.get_params(deep=True).items():
-        if isinstance(value, Component):
-            out[name] = type(value).__name__
-        elif isinstance(value, Secret):  # a key is never written to results
-            out[name] = MASK
-        elif value is None or isinstance(value, (bool, int, float, str)):
-            out[name] = value
-        elif isinstance(value, (list, tuple)) and all(isinstance(v, Component) for v in value):
-            out[name] = json.dumps([type(v).__name__ for v in value])
-        else:
-            try:
-                out[name] = json.dumps(value, sort_keys=True)
-            except TypeError:
-                out[name] = repr(value)
-    return out
-
-
-def add_configuration(frame: pd.DataFrame, strategy: Strategy, dataset: Dataset,
-                      provenance: dict[str, Any] | None = None) -> pd.DataFrame:
-    from .results import provenance as current_provenance
-
-    extra: dict[str, Any] = {"strategy_class": type(strategy).__name__}
-    extra.update({PARAM_PREFIX + k: v for k, v in flat_params(strategy).items()})
-    extra["dataset"] = dataset.name
-    extra["dataset_hash"] = dataset.hash
-    prov = provenance if provenance is not None else current_provenance()
-    extra["memlab_version"] = prov.get("memlab_version")
-    extra["git_commit"] = prov.get("git_commit")
-    columns = {k: [v] * len(frame) for k, v in extra.items()}
-    return pd.concat([frame, pd.DataFrame(columns, index=frame.index)], axis=1)
-
-
-def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dataset:
-    """A dataset file, or a folder of native dataset files merged into one dataset."""
-    from .loaders import load_dataset
-
-    path = Path(path)
-    if not path.exists():
-        raise MemlabError(f"{path}: no such file or folder")
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz"))
-                       and not p.name.startswith("."))
-        if not files:
-            raise MemlabError(f"{path}: folder has no .json (or .json.gz) dataset files")
-        parts = [load_dataset(str(f), format=format, **options) for f in files]
-        dialogues = [d for part in parts for d in part.dialogues]
-        seen: set[str] = set()
-        for d in dialogues:
-            if d.id in seen:
-                raise MemlabError(f"{path}: dialogue id {d.id!r} appears in more than one file")
-            seen.add(d.id)
-        merged = Dataset(name=path.name, dialogues=dialogues, source_path=str(path))
-        for part in parts:
-            merged.report.entries.extend(part.report.entries)
-        return merged
-    return load_dataset(str(path), format=format, **options)

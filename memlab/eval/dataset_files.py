@@ -1,0 +1,36 @@
+"""Loading a dataset from a path: one file in any supported format, or a folder of native
+dataset files merged into one dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..base import MemlabError
+from .dataset import Dataset
+
+
+def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dataset:
+    """A dataset file, or a folder of native dataset files merged into one dataset."""
+    from .loaders import load_dataset
+
+    path = Path(path)
+    if not path.exists():
+        raise MemlabError(f"{path}: no such file or folder")
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz"))
+                       and not p.name.startswith("."))
+        if not files:
+            raise MemlabError(f"{path}: folder has no .json (or .json.gz) dataset files")
+        parts = [load_dataset(str(f), format=format, **options) for f in files]
+        dialogues = [d for part in parts for d in part.dialogues]
+        seen: set[str] = set()
+        for d in dialogues:
+            if d.id in seen:
+                raise MemlabError(f"{path}: dialogue id {d.id!r} appears in more than one file")
+            seen.add(d.id)
+        merged = Dataset(name=path.name, dialogues=dialogues, source_path=str(path))
+        for part in parts:
+            merged.report.entries.extend(part.report.entries)
+        return merged
+    return load_dataset(str(path), format=format, **options)

@@ -30,6 +30,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..base import MemlabError
+# REFERENCES: strategies that bound the others, drawn as reference lines, never on the Pareto front
+from .headline import REFERENCES
 from .compare import bootstrap_ci
 from .metrics import is_bounded
 
@@ -40,8 +42,6 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#7fff00", "#f4a460")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "8", "H", "1", "2", "3", "4", "+")
 _DASHES = ("-", "--", "-.", ":")
-#: Strategies that bound the others: drawn as reference lines, never on the Pareto front.
-REFERENCES = ("oracle", "full_context")
 _REFERENCE_DASHES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 
 

@@ -403,10 +403,11 @@ def _check_budget(b: Any) -> int:
     return b
 
 
-def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int = 256,
+def warm_embedding_caches(strategy: Strategy, dataset: Dataset, batch_size: int = 2048,
                           progress: bool = False) -> int:
     """``strategy.warm`` with every turn text and, as queries, every question of ``dataset``
-    (distinct, in order, ``batch_size`` at a time): a replay feeds turns one at a time, so a strategy may prepare
+    (distinct, in order, ``batch_size`` at a time: large, so that an embedder packing texts into
+    big matmuls gets thousands of tokens per call, small enough for a progress bar): a replay feeds turns one at a time, so a strategy may prepare
     in bulk first (a ``CachedEmbedder`` with a file embeds in batches, and every clone, per
     dialogue, sweep point or worker, reads the vectors back). Returns the texts prepared."""
     texts = list(dict.fromkeys(t.retrieval_text for d in dataset.dialogues for t in d.turns()))

@@ -95,6 +95,9 @@ def main() -> int:
     ap.add_argument("--questions", type=int, default=4, help="first N questions of S dev (0: all 401)")
     ap.add_argument("--strategies", default="bm25,bm25_plus", help="lexical strategies (comma list)")
     ap.add_argument("--dense", default="hybrid_plus", help="dense strategies, cold then warm (comma list)")
+    ap.add_argument("--cache-dir", default=None,
+                    help="embedding cache folder for the dense runs, kept afterwards (must be empty: the first "
+                         "run is the cold one); default: a temporary folder")
     ap.add_argument("--one", nargs=2, metavar=("STRATEGY", "QUESTIONS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -114,10 +117,16 @@ def main() -> int:
         results.append(r)
         print(f"{name}: {r['seconds']:.1f} s", file=sys.stderr, flush=True)
     for name in [s for s in args.dense.split(",") if s]:
-        with tempfile.TemporaryDirectory() as cache:
+        with tempfile.TemporaryDirectory() as tmp:
+            cache = os.path.join(args.cache_dir, name) if args.cache_dir else tmp
+            if os.path.isdir(cache) and os.listdir(cache):
+                print(f"--cache-dir: {cache} is not empty; a cold run needs an empty cache")
+                return 2
+            os.makedirs(cache, exist_ok=True)
             os.environ["MEMLAB_CACHE_DIR"] = cache
             cold = run_child(__file__, ["--one", name, str(args.questions)])
             embedded = cache_rows(cache)
+            print(f"{name}: cold {cold['seconds']:.1f} s ({embedded} texts)", file=sys.stderr, flush=True)
             warm = run_child(__file__, ["--one", name, str(args.questions)])
             del os.environ["MEMLAB_CACHE_DIR"]
         embed_s = max(0.0, cold["seconds"] - warm["seconds"])

@@ -1,0 +1,210 @@
+"""The answer-level study: strategies answer a fixed slice of LoCoMo and LongMemEval with one LLM.
+
+``answer_slices`` builds the slices: the first ``locomo_conversations`` LoCoMo conversations,
+each with its first ``locomo_questions`` scored questions (adversarial ones left out: they have
+no gold answer), and the first ``lme_questions`` questions of LongMemEval oracle dev in
+``lme_categories`` that have evidence turns (one dialogue per question).
+
+``answer_study`` replays each slice with each strategy (``STUDY_STRATEGIES`` by default, as
+configured by ``study_configs``), has ``llm`` answer every question from the context the
+strategy built (``Answerer``, at most ``answer_tokens`` tokens), scores the answers by token F1
+and containment (``add_answer_scores``), labels them with every judge prompt (``judge_rows``:
+``judge:lenient``, ``judge:strict``) and places each in the loss split (``loss_stage``, read
+from ``judge_correct`` = the ``loss_judge`` column, else token F1 >= 0.5; ``memlab.eval.loss``).
+It returns the replay's tidy frame, one row per probe, with these columns added:
+
+- ``slice``: the slice's name (first column);
+- ``answered``: True where the model produced an answer (the row has a ``prediction``);
+- ``loss_stage``: ``correct`` / ``read`` / ``retrieve`` / ``unreachable``, None for a row
+  that is unanswered or has no gold;
+- ``seconds_per_answer``: wall seconds of the strategy's replay with its answers, over the
+  slice's rows (one value per slice x strategy); ``judge_seconds_per_answer`` likewise for
+  labelling them with every judge prompt;
+- provenance: ``model`` and ``device`` (``llm_identity``), ``judge_model``, ``answer_tokens``,
+  ``judge_prompts`` (the prompt names, comma-separated) and ``loss_judge``.
+
+``study_table``, ``study_loss_split`` and ``study_agreement`` read that frame (answered rows
+only) into the tables that the notebook ``10_answers`` and ``bench/bench_answers.py`` print.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..base import MemlabError
+from .answers import Answerer, add_answer_scores, judge_agreement, judge_rows
+from .dataset import Dataset
+from .loss import loss_split, loss_stage
+from .metrics import summarize
+from .paths import LONGMEMEVAL_ORACLE, locomo_path, longmemeval_path
+from .replay import load_any, replay
+
+#: The strategies the study compares, in the order tables list them.
+STUDY_STRATEGIES = ("oracle", "full_context", "bm25_plus", "hybrid_plus", "layered")
+#: LongMemEval question types of the slice (answerable from the evidence turns).
+LME_CATEGORIES = ("single-session-user", "knowledge-update", "multi-session")
+#: The answer scores the study's tables report, with the context's recall beside them.
+STUDY_METRICS = ("answer_f1", "answer_containment", "judge:lenient", "judge:strict", "context_recall")
+#: The slices' names.
+LOCOMO_SLICE, LME_SLICE = "LoCoMo", "LongMemEval oracle"
+
+
+def answer_slices(locomo_conversations: int = 1, locomo_questions: int = 10, lme_questions: int = 10,
+                  lme_categories: Sequence[str] = LME_CATEGORIES) -> dict[str, Dataset]:
+    """``{"LoCoMo": ..., "LongMemEval oracle": ...}`` (see the module docstring); a slice asked
+    for 0 questions is left out. Raises MemlabError when a needed file is not on this machine."""
+    for name, value in (("locomo_conversations", locomo_conversations), ("locomo_questions", locomo_questions),
+                        ("lme_questions", lme_questions)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise MemlabError(f"answer_slices: {name} must be an int >= 0, got {value!r}")
+    slices: dict[str, Dataset] = {}
+    if locomo_conversations and locomo_questions:
+        path = locomo_path()
+        if path is None:
+            raise MemlabError("answer_slices: LoCoMo not found (set MEMLAB_LOCOMO or put locomo10.json in "
+                              "../shared/datasets/locomo/); pass locomo_questions=0 to leave it out")
+        locomo = load_any(str(path), "locomo")
+        slices[LOCOMO_SLICE] = locomo.subset(dialogues=locomo_conversations,
+                                             categories=[c for c in locomo.categories() if c != "adversarial"],
+                                             max_probes=locomo_questions)
+    if lme_questions:
+        path = longmemeval_path(LONGMEMEVAL_ORACLE)
+        if path is None:
+            raise MemlabError(f"answer_slices: LongMemEval {LONGMEMEVAL_ORACLE} not found (set MEMLAB_LONGMEMEVAL "
+                              f"or put it in ../shared/datasets/longmemeval/); pass lme_questions=0 to leave it out")
+        lme = load_any(str(path), "longmemeval").subset(categories=list(lme_categories))
+        chosen = [d.id for d in lme.dialogues if d.probes and d.probes[0].evidence][:lme_questions]
+        slices[LME_SLICE] = lme.subset(dialogues=chosen)
+    return slices
+
+
+def study_configs(embedder: str = "e5", full_context_tokens: int = 1500,
+                  layered_tokens: int = 512) -> dict[str, dict[str, Any]]:
+    """Each study strategy's parameters (``memlab.strategies.get(name, **params)``)."""
+    return {"oracle": {}, "full_context": {"token_limit": full_context_tokens}, "bm25_plus": {},
+            "hybrid_plus": {"embedders": [embedder]},
+            "layered": {"embedder": embedder, "load_step__token_limit": layered_tokens}}
+
+
+def llm_identity(llm: Any) -> tuple[str, str]:
+    """``(model, device)`` of an LLM client: ``LocalLLM``'s ``model_id()`` and ``device()``,
+    ``OpenAIChat``'s model and base URL (``"endpoint"`` without one), else the ``model``
+    attribute (or the class name) and ``"cpu"``."""
+    if hasattr(llm, "model_id") and hasattr(llm, "device"):
+        return str(llm.model_id()), str(llm.device())
+    if hasattr(llm, "resolved_model"):
+        return str(llm.resolved_model()), str(getattr(llm, "base_url", None) or "endpoint")
+    return str(getattr(llm, "model", None) or type(llm).__name__), "cpu"
+
+
+def answer_study(llm: Any, slices: Mapping[str, Dataset], strategies: Sequence[str] = STUDY_STRATEGIES, *,
+                 judge_llm: Any = None, judge_prompts: Mapping[str, str] | None = None,
+                 loss_judge: str = "lenient", configs: Mapping[str, Mapping[str, Any]] | None = None,
+                 answer_tokens: int = 32, ks: Sequence[int] = (1, 5), k_max: int = 5,
+                 budget: int = 4096) -> pd.DataFrame:
+    """Every strategy answers every slice with ``llm``; one row per probe (module docstring).
+
+    ``judge_llm`` labels the answers (default: ``llm``), with ``judge_prompts`` (default
+    ``memlab.llm.prompts.JUDGE_PROMPTS``: lenient and strict); ``configs`` maps a strategy
+    name to its parameters (default ``study_configs()``); ``ks``, ``k_max`` and ``budget``
+    (the token budget the ranked lists are retrieved for) go to ``replay``. An LLM call that
+    fails for good is a row with ``error`` set (``replay``) or a NaN label (``judge_rows``)."""
+    from .. import strategies as registry
+    from ..llm.prompts import JUDGE_PROMPTS
+
+    if not isinstance(slices, Mapping) or not slices:
+        raise MemlabError(f"answer_study: slices must be a non-empty mapping of name -> Dataset, got {slices!r}")
+    for name, ds in slices.items():
+        if not isinstance(ds, Dataset):
+            raise MemlabError(f"answer_study: slice {name!r} must be a memlab Dataset, got {type(ds).__name__}")
+    if isinstance(strategies, str) or not strategies:
+        raise MemlabError(f"answer_study: strategies must be a non-empty list of names, got {strategies!r}")
+    prompts = dict(JUDGE_PROMPTS if judge_prompts is None else judge_prompts)
+    if loss_judge not in prompts:
+        raise MemlabError(f"answer_study: loss_judge {loss_judge!r} is not one of the judge prompts {sorted(prompts)}")
+    configs = dict(study_configs() if configs is None else configs)
+    unknown = [s for s in strategies if s not in configs]
+    if unknown:
+        raise MemlabError(f"answer_study: no configuration for strategies {unknown}; configured: {sorted(configs)}")
+    judge_llm = llm if judge_llm is None else judge_llm
+    model, device = llm_identity(llm)
+    judge_model, _ = llm_identity(judge_llm)
+    answerer = Answerer(llm, max_tokens=answer_tokens)
+    parts = []
+    for slice_name, ds in slices.items():
+        for name in strategies:
+            start = time.perf_counter()
+            rows = replay(registry.get(name, **configs[name]), ds, ks=list(ks), k_max=k_max, label=name,
+                          answerer=answerer, budgets=[budget])
+            answering = time.perf_counter() - start
+            start = time.perf_counter()
+            rows = judge_rows(add_answer_scores(rows), judge_llm, prompts)
+            judging = time.perf_counter() - start
+            rows["judge_correct"] = rows[f"judge:{loss_judge}"]
+            rows.insert(0, "slice", slice_name)
+            n = max(len(rows), 1)
+            rows["answered"] = rows["prediction"].map(lambda p: isinstance(p, str))
+            rows["loss_stage"] = [loss_stage(r) if ok else None
+                                  for r, ok in zip(rows.to_dict("records"), rows["answered"])]
+            rows["seconds_per_answer"] = answering / n
+            rows["judge_seconds_per_answer"] = judging / n
+            rows["model"], rows["device"], rows["judge_model"] = model, device, judge_model
+            rows["answer_tokens"] = answer_tokens
+            rows["judge_prompts"] = ",".join(prompts)
+            rows["loss_judge"] = loss_judge
+            parts.append(rows)
+    return pd.concat(parts, ignore_index=True)
+
+
+def answered_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``answer_study``'s frame where the model produced an answer."""
+    return results[results["answered"].astype(bool)]
+
+
+def _in_study_order(table: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+    """``table`` sorted by (slice, strategy) as they first appear in ``results``."""
+    keys = list(dict.fromkeys(zip(results["slice"], results["strategy"])))
+    rank = {k: i for i, k in enumerate(keys)}
+    order = sorted(range(len(table)), key=lambda i: rank.get((table["slice"].iloc[i], table["strategy"].iloc[i]),
+                                                             len(rank)))
+    return table.iloc[order].reset_index(drop=True)
+
+
+def study_table(results: pd.DataFrame, metrics: Sequence[str] = STUDY_METRICS, ci: bool = True) -> pd.DataFrame:
+    """Per slice x strategy: ``n_scored`` answered questions with a gold, the mean of each of
+    ``metrics`` over them with its 95% cluster-bootstrap interval (``summarize``: dialogues
+    resampled, seeded) and ``seconds_per_answer``, ``judge_seconds_per_answer``."""
+    table = summarize(answered_rows(results), by=["slice", "strategy"], metrics=list(metrics), ci=ci)
+    seconds = results.groupby(["slice", "strategy"])[["seconds_per_answer", "judge_seconds_per_answer"]].first()
+    return _in_study_order(table.merge(seconds.reset_index(), on=["slice", "strategy"]), results)
+
+
+def study_loss_split(results: pd.DataFrame, threshold: float = 0.5) -> pd.DataFrame:
+    """``loss_split`` of the answered rows per slice x strategy (shares of correct / read /
+    retrieve / unreachable, and ``n_answered``)."""
+    return _in_study_order(loss_split(answered_rows(results), by=["slice", "strategy"], threshold=threshold),
+                           results)
+
+
+def study_agreement(results: pd.DataFrame, f1_threshold: float = 0.5) -> dict[str, Any]:
+    """How far the judges agree on the answered rows: ``accuracy`` and ``pairs`` (``judge_agreement``:
+    each judge prompt and ``token_f1>=T`` as raters, Cohen's kappa per pair), ``spread`` =
+    max - min accuracy over the judge prompts (not F1), and ``per_strategy``: each strategy's
+    mean label per judge prompt with ``spread`` = max - min over them."""
+    answers = answered_rows(results)
+    accuracy, pairs = judge_agreement(answers, f1_threshold)
+    judges = accuracy[~accuracy["judge"].str.startswith("token_f1")]
+    columns = [f"judge:{j}" for j in judges["judge"]]
+    per_strategy = answers.groupby("strategy", sort=False)[columns].mean()
+    per_strategy["spread"] = per_strategy.max(axis=1) - per_strategy.min(axis=1)
+    return {"accuracy": accuracy, "pairs": pairs, "spread": float(judges["accuracy"].max() - judges["accuracy"].min()),
+            "per_strategy": per_strategy.reset_index()}
+
+
+__all__ = ["LME_CATEGORIES", "LME_SLICE", "LOCOMO_SLICE", "STUDY_METRICS", "STUDY_STRATEGIES", "answer_slices",
+           "answer_study", "answered_rows", "llm_identity", "study_agreement", "study_configs", "study_loss_split",
+           "study_table"]

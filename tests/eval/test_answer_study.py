@@ -1,0 +1,149 @@
+"""answer_study (memlab.eval.answer_study): the answer-level study of notebook 10 and
+bench/bench_answers.py, on one or two questions per slice. The offline stand-in checks the
+frame exactly and fast; the bundled Gemma 3 270M (llama.cpp, as in tests/llm/test_local.py)
+runs it for real on one question per slice with the oracle strategy."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from memlab.base import MemlabError
+from memlab.eval.answer_study import (
+    LME_SLICE,
+    LOCOMO_SLICE,
+    STUDY_METRICS,
+    answer_slices,
+    answer_study,
+    answered_rows,
+    llm_identity,
+    study_agreement,
+    study_loss_split,
+    study_table,
+)
+from memlab.eval.answers import containment, token_f1
+from memlab.eval.loss import STAGES
+from memlab.eval.paths import locomo_path, longmemeval_path
+from memlab.llm.local import LocalLLM
+from memlab.offline.llm import OfflineLLM
+
+pytestmark = pytest.mark.skipif(locomo_path() is None or longmemeval_path() is None,
+                                reason="../shared/datasets (LoCoMo, LongMemEval oracle) absent")
+
+ADDED = ["slice", "answered", "loss_stage", "seconds_per_answer", "judge_seconds_per_answer", "model", "device",
+         "judge_model", "answer_tokens", "judge_prompts", "loss_judge"]
+JUDGED = ["judge:lenient", "judge_format_errors:lenient", "judge:strict", "judge_format_errors:strict"]
+
+
+@pytest.fixture(scope="module")
+def slices():
+    return answer_slices(locomo_questions=2, lme_questions=2)
+
+
+@pytest.fixture(scope="module")
+def offline(slices):
+    return answer_study(OfflineLLM(), slices, ["oracle", "bm25_plus"], answer_tokens=16)
+
+
+def _common_invariants(results: pd.DataFrame) -> None:
+    for col in ADDED + JUDGED + ["strategy", "dialogue_id", "query", "answer", "prediction", "answer_f1",
+                                 "answer_containment", "judge_correct", "context_recall", "error"]:
+        assert col in results.columns, col
+    assert results.columns[0] == "slice"
+    answers = answered_rows(results)
+    for name in ("lenient", "strict"):
+        labels = results[f"judge:{name}"]
+        assert all(v in (0.0, 1.0) or math.isnan(v) for v in labels)
+        # a NaN label on an answered row is a format error of the judge, and only that
+        unreadable = answers[f"judge:{name}"].isna()
+        assert (answers[f"judge_format_errors:{name}"] == unreadable).all()
+    assert results["judge_correct"].equals(results["judge:lenient"])
+    for p, g, f1, c in zip(answers["prediction"], answers["answer"], answers["answer_f1"],
+                           answers["answer_containment"]):
+        assert f1 == token_f1(p, g) and c == containment(p, g)
+    # every answered row with a gold has one loss stage; the split's shares sum to one per group
+    scored = answers[answers["gold"].map(len) > 0]
+    assert scored["loss_stage"].isin(STAGES).all() and results.loc[~results["answered"], "loss_stage"].isna().all()
+    split = study_loss_split(results)
+    assert int(split["n_answered"].sum()) == len(scored)
+    assert (split[list(STAGES)].sum(axis=1).round(12) == 1.0).all()
+    counts = scored.groupby(["slice", "strategy"], sort=False)["loss_stage"].value_counts()
+    for rec in split.to_dict("records"):
+        for stage in STAGES:
+            n = counts.get((rec["slice"], rec["strategy"], stage), 0)
+            assert rec[stage] == n / rec["n_answered"]
+    oracle = results[results["strategy"] == "oracle"]
+    assert (oracle["context_recall"] == 1.0).all()   # the gold turns alone: all of them in the context
+    assert (oracle.loc[oracle["answered"], "loss_stage"].isin(["correct", "read"])).all()
+    table = study_table(results)
+    assert list(zip(table["slice"], table["strategy"])) == list(dict.fromkeys(zip(results["slice"],
+                                                                                    results["strategy"])))
+    assert table["n_scored"].tolist() == scored.groupby(["slice", "strategy"], sort=False).size().tolist()
+    for m in STUDY_METRICS:
+        assert f"{m}_ci_low" in table.columns and f"{m}_ci_high" in table.columns
+
+
+def test_the_slices():
+    slices = answer_slices(locomo_questions=2, lme_questions=3)
+    assert list(slices) == [LOCOMO_SLICE, LME_SLICE]
+    assert [len(d.probes) for d in slices[LOCOMO_SLICE].dialogues] == [2]
+    assert all("adversarial" != p.category for d in slices[LOCOMO_SLICE].dialogues for p in d.probes)
+    assert [len(d.probes) for d in slices[LME_SLICE].dialogues] == [1, 1, 1]
+    assert all(d.probes[0].evidence for d in slices[LME_SLICE].dialogues)
+    assert list(answer_slices(locomo_questions=0, lme_questions=1)) == [LME_SLICE]
+    with pytest.raises(MemlabError, match=r"lme_questions must be an int >= 0, got -1"):
+        answer_slices(lme_questions=-1)
+
+
+def test_study_with_the_offline_stand_in(offline, slices):
+    _common_invariants(offline)
+    assert len(offline) == 2 * sum(ds.n_probes for ds in slices.values())
+    assert offline["answered"].all() and offline["error"].isna().all()
+    assert list(dict.fromkeys(zip(offline["slice"], offline["strategy"]))) == [
+        (LOCOMO_SLICE, "oracle"), (LOCOMO_SLICE, "bm25_plus"), (LME_SLICE, "oracle"), (LME_SLICE, "bm25_plus")]
+    assert set(offline["model"]) == {"memlab-offline"} and set(offline["device"]) == {"cpu"}
+    assert set(offline["answer_tokens"]) == {16} and set(offline["judge_prompts"]) == {"lenient,strict"}
+    # the stand-in answers a judge prompt with no label: every label NaN, each a format error
+    assert offline["judge:lenient"].isna().all() and offline["judge_format_errors:strict"].all()
+    agreement = study_agreement(offline)
+    assert agreement["accuracy"]["unreadable"].tolist() == [len(offline), len(offline), 0]
+    assert math.isnan(agreement["spread"]) and agreement["per_strategy"]["strategy"].tolist() == ["oracle", "bm25_plus"]
+
+
+def test_study_is_reproducible(offline, slices):
+    again = answer_study(OfflineLLM(), slices, ["oracle", "bm25_plus"], answer_tokens=16)
+    timing = ["seconds_per_answer", "judge_seconds_per_answer", "latency_ms"]   # wall clock
+    pd.testing.assert_frame_equal(offline.drop(columns=timing), again.drop(columns=timing))
+
+
+def test_bad_arguments(slices):
+    llm = OfflineLLM()
+    with pytest.raises(MemlabError, match=r"slices must be a non-empty mapping"):
+        answer_study(llm, {})
+    with pytest.raises(MemlabError, match=r"slice 'x' must be a memlab Dataset, got list"):
+        answer_study(llm, {"x": []})
+    with pytest.raises(MemlabError, match=r"no configuration for strategies \['nope'\]"):
+        answer_study(llm, slices, ["oracle", "nope"])
+    with pytest.raises(MemlabError, match=r"strategies must be a non-empty list of names, got 'oracle'"):
+        answer_study(llm, slices, "oracle")
+    with pytest.raises(MemlabError, match=r"loss_judge 'kind' is not one of the judge prompts"):
+        answer_study(llm, slices, ["oracle"], loss_judge="kind")
+
+
+def test_llm_identity():
+    assert llm_identity(OfflineLLM()) == ("memlab-offline", "cpu")
+    model, device = llm_identity(LocalLLM())
+    assert model.startswith("gemma-3-270m") and device == "cpu"
+
+
+def test_study_with_the_local_model():
+    llm = LocalLLM(n_ctx=2048)
+    slices = answer_slices(locomo_questions=1, lme_questions=1)
+    results = answer_study(llm, slices, ["oracle"], answer_tokens=12)
+    _common_invariants(results)
+    assert len(results) == 2 and results["error"].isna().all() and results["answered"].all()
+    assert set(results["model"]) == {llm.model_id()} and set(results["device"]) == {"cpu"}
+    assert llm.usage.calls == 2 * 3   # per question: the answer and one reply per judge prompt
+    assert (results["seconds_per_answer"] > 0).all()

@@ -1,6 +1,6 @@
 """LongMemEval retrieval, scored the way the field scores it, for the built-in strategies.
 
-    python bench/bench_longmemeval.py [--only bm25,bm25_plus] [--limit N] [--dense N]
+    python bench/bench_longmemeval.py [--only bm25,bm25_plus] [--limit N] [--dense N] [--dense-all CACHE_DIR]
                                       [--skip-s] [--scaling N] [--out bench/results/longmemeval.json]
 
 Data: ``../shared/datasets/longmemeval/`` (``MEMLAB_LONGMEMEVAL`` names another folder):
@@ -17,9 +17,11 @@ whole-session units pay for their size). Intervals are 95% bootstrap intervals c
 by question. ``seconds`` is the whole replay on this machine's shared cores.
 
 Sections: (1) streaming load of S dev (time, peak traced memory); (2) lexical strategies
-on oracle dev and the full S dev, overall and by question type; (3) dense strategies (e5)
-on a fixed subset of S dev (the first ``--dense`` questions of each type), cold and warm
-embedding cache; (4) haystack scaling (``memlab.eval.haystack``) with ``--scaling N``
+on oracle dev and the full S dev, overall and by question type; (2b) with ``--dense-all
+CACHE_DIR``, the dense strategies (e5) on the full S dev, reading the vectors that
+``bench/bench_longmemeval_speed.py --cache-dir`` embedded cold (its time is that bench's);
+(3) dense strategies (e5) on a fixed subset of S dev (the first ``--dense`` questions of
+each type), cold and warm embedding cache; (4) haystack scaling (``memlab.eval.haystack``) with ``--scaling N``
 questions per type. Everything is written to ``--out`` (JSON); the README's LongMemEval
 table is checked against that file by ``tests/test_readme_longmemeval.py``.
 """
@@ -187,9 +189,11 @@ def readme_markdown(results: dict[str, Any]) -> str:
     """The README's LongMemEval tables from a results file; each table follows a marker
     comment ``<!-- longmemeval:<section> -->`` that ``tests/test_readme_longmemeval.py`` reads."""
     parts = []
-    sections = [("s", results.get("s")), ("oracle", results.get("oracle")),
+    sections = [("s", results.get("s")), ("s_dense", results.get("s_dense")), ("oracle", results.get("oracle")),
                 ("s_dense_subset", (results.get("s_dense_subset") or {}).get("table"))]
     titles = {"s": "S dev, every question", "oracle": "oracle dev, every question",
+              "s_dense": "S dev, every question, dense strategies (e5; seconds with the embedding cache filled "
+                         "by the cold run of bench/bench_longmemeval_speed.py)",
               "s_dense_subset": "S dev, fixed subset (the first questions of each type), dense and lexical"}
     for key, table in sections:
         if not table:
@@ -222,7 +226,7 @@ TARGETS = {"session_hit_rate@5": 98.5, "recall@1024tok": 95.0}
 def targets(results: dict[str, Any]) -> list[str]:
     """Sentences on the targets, built from the S dev table: who is best, met or missed, and
     which question types hold the misses (questions missed = (1 - mean) x scored, rounded)."""
-    table = dict(results.get("s") or {})
+    table = dict(results.get("s") or {}) | dict(results.get("s_dense") or {})
     if not table:
         return []
     lines = []
@@ -266,6 +270,40 @@ def defaults(results: dict[str, Any]) -> list[str]:
     return lines + [""] if lines else []
 
 
+def cache_rows(folder: str) -> int:
+    """Vectors in the embedding cache file of ``folder`` (0 when there is none)."""
+    import sqlite3
+
+    path = Path(folder) / "embeddings.sqlite3"
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+
+
+def dense_all(s_path: Path, cache: str, only: set[str] | None, limit: int | None) -> dict[str, dict[str, Any]]:
+    """The dense strategies on the full S dev, reading vectors from the embedding cache in
+    ``cache`` (``MEMLAB_CACHE_DIR``); each row records the texts it had to embed itself."""
+    table: dict[str, dict[str, Any]] = {}
+    before_env = os.environ.get("MEMLAB_CACHE_DIR")
+    os.environ["MEMLAB_CACHE_DIR"] = cache
+    try:
+        for label, name, params, roles in DENSE:
+            if only is not None and label not in only:
+                continue
+            before = cache_rows(cache)
+            rows, seconds = run(label, name, params, roles, s_path, limit=limit)
+            table[label] = figures(rows, seconds) | {"texts_embedded": cache_rows(cache) - before}
+            print(f"s dense {label}: {json.dumps({m: table[label].get(m) for m in HEADLINE})} {seconds:.0f} s, "
+                  f"{table[label]['texts_embedded']} texts embedded", flush=True)
+    finally:
+        if before_env is None:
+            del os.environ["MEMLAB_CACHE_DIR"]
+        else:
+            os.environ["MEMLAB_CACHE_DIR"] = before_env
+    return table
+
+
 def first_per_type(path: Path, n: int) -> list[str]:
     """The first ``n`` scored questions of each type, in file order (a fixed subset)."""
     taken: dict[str, int] = {}
@@ -283,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
     ap.add_argument("--limit", type=int, default=None, help="first N questions of each file (a quick run)")
     ap.add_argument("--dense", type=int, default=5, help="questions per type for the dense runs (0: none)")
+    ap.add_argument("--dense-all", metavar="CACHE_DIR", default=None,
+                    help="also run the dense strategies on the full S dev with the e5 embedding cache in CACHE_DIR "
+                         "(filled by bench/bench_longmemeval_speed.py --cache-dir; texts it lacks are embedded)")
     ap.add_argument("--skip-s", action="store_true", help="oracle dev only")
     ap.add_argument("--skip-oracle", action="store_true", help="S dev only")
     ap.add_argument("--no-load", action="store_true", help="skip the streaming-load measurement")
@@ -322,6 +363,10 @@ def main(argv: list[str] | None = None) -> int:
         out[key] = table
         print_table(f"LongMemEval {key} dev", table)
         print_by_type(f"LongMemEval {key} dev", table)
+    if args.dense_all and not args.skip_s:
+        out["s_dense"] = dense_all(s_path, args.dense_all, only, args.limit)
+        print_table("LongMemEval S dev, dense strategies (embedding cache given)", out["s_dense"])
+        print_by_type("LongMemEval S dev, dense strategies", out["s_dense"])
     if args.dense and not args.skip_s:
         chosen = first_per_type(s_path, args.dense)
         table = {}
@@ -354,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     from memlab.atomic import atomic_write_text
     if Path(args.out).is_file() and args.merge:  # keep the sections this run did not compute
         old = json.loads(Path(args.out).read_text())
-        for key in ("oracle", "s"):
+        for key in ("oracle", "s", "s_dense"):
             if key in out and key in old:
                 out[key] = old[key] | out[key]
         out = old | out

@@ -143,3 +143,16 @@ def test_shipped_session_hit_rate_does_not_depend_on_k(name):
     at10 = replay(strategies.get(name), ds, ks=(1, 5, 10), k_max=10, budgets=(512,))
     for m in ("session_hit_rate@5", "session_recall@5", "session_ndcg@5", "recall@5", "hit_rate@5", "mrr@5"):
         assert at5[m].equals(at10[m]), m
+
+
+def test_the_readme_command_output_is_the_bench_row():
+    """bench/results/longmemeval_cli_bm25_plus_s.json (the README's ``memlab eval ... --k 5 --json`` on
+    the full S dev) agrees with the bench's ``bm25_plus`` row on S dev (bench/results/longmemeval.json,
+    six decimals): the session metrics no longer read only the first --k hits."""
+    import json
+
+    cli = json.loads((ROOT / "bench" / "results" / "longmemeval_cli_bm25_plus_s.json").read_text())
+    bench = json.loads((ROOT / "bench" / "results" / "longmemeval.json").read_text())["s"]["bm25_plus"]
+    assert cli["n_scored"] == bench["n_scored"]
+    for m in ("session_hit_rate@5", "session_recall_all@5", "recall@5", "hit_rate@5"):
+        assert round(cli[m], 6) == bench[m], m

@@ -9,7 +9,8 @@ the turn it follows. One row per probe records:
   position (turns observed), probe_time;
 - retrieval view: retrieved_ids, retrieved_source_ids, retrieved_scores (ranked, k_max
   deep), retrieved_tokens (each hit's tokens as the context would show it,
-  ``Strategy.hit_tokens``); with token budgets the list goes deeper, see ``replay``;
+  ``Strategy.hit_tokens``); with token budgets, and for a probe with gold sessions, the
+  list goes deeper, see ``replay``;
 - sessions: gold_sessions (the probe's evidence sessions, ``gold_sessions``) and
   retrieved_sessions (per ranked hit, the sessions of its source turns; ids that are no
   turn of the dialogue map to none), read by the session metrics
@@ -57,17 +58,32 @@ from ..llm.base import LLMError
 from .metrics import compute_metrics, metric_columns
 from .workers import die_with_parent
 
-#: The deepest list ``replay`` asks for when filling a token budget.
+#: The deepest list ``replay`` asks for when filling a token budget or reaching ``k_max``
+#: distinct sessions.
 MAX_BUDGET_DEPTH = 1024
 
 
-def _ranked(strategy: Strategy, query: str, k_max: int, budget: int, now: float) -> tuple[list[Any], list[int]]:
-    """The ranked hits and their tokens; with a budget, deep enough to overflow it.
+def _ranked(strategy: Strategy, query: str, k_max: int, budget: int, now: float,
+            sessions: tuple[dict[str, str], int] | None = None) -> tuple[list[Any], list[int]]:
+    """The ranked hits and their tokens; deep enough to overflow ``budget`` and to hold
+    ``sessions[1]`` distinct sessions.
 
     The first call asks for ``k_max`` hits (the only one whose side effects -- e.g.
-    reinforcement of returned hits -- count: later calls repeat the same query and time);
-    while the hits' tokens still fit in ``budget`` and the strategy returned as many as
-    asked, the depth doubles (up to ``MAX_BUDGET_DEPTH``).
+    reinforcement of returned hits -- count: later calls repeat the same query and time).
+    Budget: while the hits' tokens still fit in ``budget`` and the strategy returned as
+    many as asked, the depth doubles (up to ``MAX_BUDGET_DEPTH``) and the deeper list
+    replaces the list.
+
+    Sessions (``sessions = (session_of, wanted)``, ``session_of`` mapping turn ids to
+    session ids): then, while the hits' source turns span fewer than ``wanted`` distinct
+    sessions (``session_of`` of each hit's ``source_ids``) and the last call returned as
+    many as asked, the depth doubles again (up to ``MAX_BUDGET_DEPTH``) and the list is
+    extended by the deeper list's hits that are not in it yet, in the deeper list's order.
+    The list before this step stays its prefix, hit for hit, so the turn-level metrics
+    (@k for k <= ``k_max``, and @Btok) read what they read without it; when
+    ``retrieve(n)[:m] == retrieve(m)`` (an exact search) the extended list is the deeper
+    list itself. Each doubling is one more ``retrieve`` call: from depth d (``k_max``, or
+    where the budget loop stopped) to depth D = d * 2^m (or the cap) the step makes m calls.
     """
     hits = strategy.retrieve(query, k_max, now=now)
     tokens = strategy.hit_tokens(hits)
@@ -76,6 +92,24 @@ def _ranked(strategy: Strategy, query: str, k_max: int, budget: int, now: float)
         depth = min(2 * depth, MAX_BUDGET_DEPTH)
         hits = strategy.retrieve(query, depth, now=now)
         tokens = strategy.hit_tokens(hits)
+    if sessions is None:
+        return hits, tokens
+    session_of, wanted = sessions
+    spanned = {session_of[i] for h in hits for i in h.memory_record.source_ids if i in session_of}
+    more = len(hits) == depth
+    while more and len(spanned) < wanted and depth < MAX_BUDGET_DEPTH:
+        depth = min(2 * depth, MAX_BUDGET_DEPTH)
+        deeper = strategy.retrieve(query, depth, now=now)
+        more = len(deeper) == depth
+        held = {h.id for h in hits}
+        new = []
+        for h in deeper:
+            if h.id not in held:
+                held.add(h.id)
+                new.append(h)
+        hits = hits + new
+        tokens = tokens + strategy.hit_tokens(new)
+        spanned.update(session_of[i] for h in new for i in h.memory_record.source_ids if i in session_of)
     return hits, tokens
 
 
@@ -101,10 +135,14 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
     charged = strategy.llm_usage()
     session_of = {t.id: s.id for s in dialogue.sessions for t in s.turns}
     session_ids = {s.id for s in dialogue.sessions}
+    observed_sessions: set[str] = set()  # sessions with a turn observed so far
+    # a second search of a stochastic strategy would draw again: its list is not deepened for sessions
+    deepen = not strategy.capabilities().stochastic
     pending: str | None = None  # an LLM failure while reading turns: reported on the next probe
     for kind, item in dialogue.timeline():
         if kind == "turn":
             turn = cast(Turn, item)
+            observed_sessions.add(session_of[turn.id])
             try:
                 strategy.observe(turn.to_record(dialogue.id))
             except LLMError as exc:
@@ -116,6 +154,10 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             strategy.see_probe(probe)
         observed_error, pending = pending, None
         observed = strategy.llm_usage()  # what reading the turns since the last probe cost
+        gold_s = gold_sessions(probe, session_of, session_ids)
+        # session metrics rank sessions by first hit: a list holding k_max distinct sessions (or
+        # every session observed) gives them the first k_max of the full ranking
+        sessions = (session_of, min(k_max, len(observed_sessions))) if gold_s and deepen else None
         for setting, rows in zip(settings, per_variant):
             if setting is not None:
                 strategy.set_query_params(**setting)
@@ -126,7 +168,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             context: Any = None
             start = time.perf_counter()
             try:
-                hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now)
+                hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now, sessions)
                 context = strategy.build_context(probe.query, now=now)
             except LLMError as exc:
                 error = error or str(exc)
@@ -162,7 +204,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
                 "llm_format_errors": cost("format_errors"),
                 "latency_ms": latency,
                 "error": error,
-                "gold_sessions": gold_sessions(probe, session_of, session_ids),
+                "gold_sessions": list(gold_s),
                 "retrieved_sessions": [list(dict.fromkeys(session_of[i] for i in h.memory_record.source_ids
                                                           if i in session_of)) for h in hits],
             })
@@ -269,6 +311,16 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     Each probe's ranked list is then retrieved deep enough to overflow the largest budget
     (k doubles from ``k_max`` while the hits still fit, up to ``MAX_BUDGET_DEPTH``), so
     ``retrieved_ids`` may hold more than ``k_max`` hits; metrics @k only read the first k.
+
+    The session metrics (``session_hit_rate@k``, ...) rank sessions by their first hit in
+    the whole ranked list, as LongMemEval does; so a probe with gold sessions gets a list
+    deep enough to hold min(``k_max``, sessions observed) distinct sessions (the depth
+    doubles on, up to ``MAX_BUDGET_DEPTH``, until it does or the strategy returns fewer
+    hits than asked; the deeper hits are appended, the list before them kept as it was:
+    ``_ranked``). session_*@k for k <= ``k_max`` thus read the first k sessions of the full
+    ranking, whatever ``k_max`` is, and the turn-level metrics are those of the list before
+    (the first k hits). Not for a ``stochastic`` strategy (``capabilities()``), whose
+    second search would draw again: its session metrics read the list as retrieved.
 
     With an ``answerer`` (``memlab.eval.answers.Answerer``) each probe is also answered from
     its built context and scored by token F1 against the gold answer (``answer_f1``), and,

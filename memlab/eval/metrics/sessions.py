@@ -27,7 +27,13 @@ first hit. With R_k its first k sessions (all of them when fewer) and G = |G_s|:
   once per retrieved turn of it) and its discount is rel_1 + sum_{i>=2} rel_i / log2(i).
 
 k counts distinct sessions, not items: session_hit_rate@5 may read far more than five
-items when the first ones share sessions (LongMemEval's "effective k"). One difference
+items when the first ones share sessions (LongMemEval's "effective k"). R is the ranking of
+the items a row holds, so it is the first sessions of the strategy's full ranking only as
+far as the row reaches: the replay (``memlab.eval.replay``) retrieves past ``k_max`` items
+until they hold min(k_max, sessions observed) distinct sessions, the strategy returns
+fewer items than asked, or the depth reaches ``MAX_BUDGET_DEPTH``, so for every k <= k_max
+R_k does not depend on how many items ``k_max`` asked for (not for a stochastic strategy,
+whose list is kept as retrieved). One difference
 from LongMemEval's turn-level runs: its ``run_retrieval.py`` renames the turns of an answer
 session that hold no answer to a ``noans_`` session, so its turn-to-session mapping counts
 such a session twice (once gold, once not) when both kinds of its turns are retrieved;

@@ -53,6 +53,10 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 # Added apart from the table so that files written before namespaces existed gain the column.
 _NAMESPACE = ("ALTER TABLE memories ADD COLUMN namespace TEXT NOT NULL DEFAULT ''",
               "CREATE INDEX IF NOT EXISTS memories_namespace ON memories (namespace, seq)")
+# Lookups made at every write (the exact-duplicate check) and every question (counts by
+# status): without them each walks every row of the namespace.
+_LOOKUPS = ("CREATE INDEX IF NOT EXISTS memories_content ON memories (namespace, content)",
+            "CREATE INDEX IF NOT EXISTS memories_status ON memories (namespace, status)")
 # the CHECK lists MEMORY_TYPES, so the table and the code agree on the memory types
 _SCHEMA = _SCHEMA_TEMPLATE.format(types=", ".join(f"'{t}'" for t in MEMORY_TYPES))
 _COLUMNS = ("seq", "memory_id", "user_id", "content", "memory_type", "subject", "source_session",
@@ -117,6 +121,8 @@ class Repository:
                         if "duplicate column" not in str(exc):
                             raise
                 conn.execute(_NAMESPACE[1])
+                for statement in _LOOKUPS:
+                    conn.execute(statement)
                 return columns
 
             columns: set[str] = set()
@@ -335,8 +341,14 @@ class Repository:
                 raise ConfigError(did_you_mean(key, list(FILTER_KEYS), "long-term memory filter key"))
 
     def _rows_for(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The rows of ``ids`` in this namespace (each chunk of 500 ids in ``seq`` order).
+
+        ``+namespace`` keeps SQLite from walking the namespace's index (every row of it,
+        which it prefers from five ids on) instead of looking each id up."""
         out: list[dict[str, Any]] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
-            out += self._rows(f"WHERE memory_id IN ({', '.join('?' * len(chunk))})", chunk)
+            rows = self.db.execute(f"{_SELECT} WHERE memory_id IN ({', '.join('?' * len(chunk))}) "
+                                   f"AND +namespace = ? ORDER BY seq", (*chunk, self.namespace)).fetchall()
+            out += [self._row(r) for r in rows]
         return out

@@ -88,8 +88,8 @@ class WritePath:
 
     def _insert(self, row: dict[str, Any], written: list[dict[str, Any]]) -> str:
         db = self.db
-        dup = self._rows("WHERE user_id = ? AND memory_type = ? AND content = ? AND status = 'active'",
-                         (row["user_id"], row["memory_type"], row["content"]))
+        dup = self._rows("WHERE content = ? AND user_id = ? AND memory_type = ? AND +status = 'active' ORDER BY seq",
+                         (row["content"], row["user_id"], row["memory_type"]))  # +: by content's index
         if dup:
             old = dup[0]
             sources = list(dict.fromkeys(old["source_ids"] + row["source_ids"]))

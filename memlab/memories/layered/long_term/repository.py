@@ -286,8 +286,9 @@ class Repository:
     @staticmethod
     def _row(values: Sequence[Any]) -> dict[str, Any]:
         row = dict(zip(_COLUMNS, values))
-        row["supersedes"] = json.loads(row["supersedes"])
-        row["source_ids"] = json.loads(row["source_ids"])
+        # most memories supersede nothing: "[]" is read without the JSON parser
+        row["supersedes"] = [] if row["supersedes"] == "[]" else json.loads(row["supersedes"])
+        row["source_ids"] = [] if row["source_ids"] == "[]" else json.loads(row["source_ids"])
         return row
 
     @staticmethod

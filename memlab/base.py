@@ -132,6 +132,10 @@ class Param:
             raise ConfigError(f"{owner} parameter {name!r}: expected {self.expected}, got {given}")
 
 
+#: (class, its __init__) -> constructor parameter names (``Component._param_names``).
+_PARAM_NAMES: dict[tuple[type, Any], tuple[str, ...]] = {}
+
+
 class Component(metaclass=ABCMeta):
     """Base for every configurable memlab object (scikit-learn style).
 
@@ -167,6 +171,9 @@ class Component(metaclass=ABCMeta):
         init = cls.__init__
         if init is object.__init__:
             return []
+        known = _PARAM_NAMES.get((cls, init))  # inspect.signature costs ~40 us; set_params asks often
+        if known is not None:
+            return list(known)
         sig = inspect.signature(init)
         names = []
         for p in sig.parameters.values():
@@ -175,6 +182,7 @@ class Component(metaclass=ABCMeta):
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TypeError(f"{cls.__name__}.__init__ must not take *args or **kwargs")
             names.append(p.name)
+        _PARAM_NAMES[(cls, init)] = tuple(names)
         return names
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:

@@ -93,7 +93,7 @@ class BM25Retriever(Retriever):
     def _clear(self) -> None:
         self._slot: dict[str, int] = {}            # id -> slot
         self._slot_id: list[str | None] = []       # slot -> id (None once removed)
-        self._slot_terms: list[dict[str, int] | None] = []
+        self._slot_terms: list[tuple[str, ...] | None] = []  # slot -> its distinct terms
         self._slot_view: list[dict | None] = []    # filter view taken at add time
         self._slot_len: list[int] = []
         self._alive = np.zeros(64, dtype=bool)
@@ -143,7 +143,7 @@ class BM25Retriever(Retriever):
                 code1 = self._code(1, n_tokens)
             self._slot[record.id] = slot
             self._slot_id.append(record.id)
-            self._slot_terms.append(terms)
+            self._slot_terms.append(tuple(terms))  # removal needs the terms only: no dict per document
             self._slot_view.append(filter_view(record))
             self._slot_len.append(n_tokens)
             self._alive[slot] = True
@@ -172,7 +172,7 @@ class BM25Retriever(Retriever):
         hist, postings = self._df_hist, self._postings
         for i in ids:
             slot = self._slot.pop(i)
-            for term in self._slot_terms[slot] or {}:
+            for term in self._slot_terms[slot] or ():
                 entry = postings[term]
                 old = entry[0]
                 hist[old] -= 1

@@ -81,3 +81,17 @@ def test_set_query_params_keeps_state_and_validates():
     assert s.keep_rate == 0.5 and s.retrieve("q", 2)[1].score == 0.5  # all or nothing
     with pytest.raises(ConfigError, match="not query-time"):
         s.set_query_params(window_size=2)
+
+
+def test_sweep_hashes_the_dataset_once(monkeypatch):
+    # the hash (canonical JSON of every dialogue) is read per point for the configuration
+    # columns; a sweep computes it once, and its tables still equal separate replays'
+    from memlab.eval.dataset import Dataset
+
+    dataset = load_any(DATASETS[0])
+    expected = dataset.hash
+    calls = []
+    real = Dataset.hash.fget
+    monkeypatch.setattr(Dataset, "hash", property(lambda self: calls.append(1) or real(self)))
+    got = sweep({"name": "window", "params": {"window_size": 6}}, {"token_limit": [60, 2048, 4096]}, dataset)
+    assert len(calls) == 1 and set(got["dataset_hash"]) == {expected}

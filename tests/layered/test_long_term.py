@@ -237,3 +237,44 @@ def test_reinforce_is_one_of_the_shared_modes():
     assert ltm.get(ltm.records()[0].id).metadata["access_count"] == 0
     ltm.search("Paris", 1, now=2.0)
     assert ltm.get(ltm.records()[0].id).metadata["access_count"] == 1
+
+
+class EagerStore(NumpyVectorStore):
+    """The default store under another type: vectors are written inside each transaction."""
+
+
+def test_deferred_vectors_equal_vectors_written_in_the_transaction():
+    # the defaults defer the vectors of new rows until the vector index is read; every
+    # answer (records, searches, the store's ids and vectors) equals the eager path's
+    def run(ltm):
+        out = []
+        first = ltm.add_many([ExtractedMemory("Ann lives in Paris", "fact", "location", ["t1"]),
+                              ExtractedMemory("Ann loves coffee", "preference", "drink", ["t1"])], timestamp=0)
+        ltm.add("Ann lives in Paris", subject="location", timestamp=1, source_ids=["t2"])  # a duplicate
+        ltm.add("Ann moved to Rome", subject="location", timestamp=2, source_ids=["t3"])  # supersedes
+        ltm.add("Bo plays chess on Sundays", user_id="bo", timestamp=3, memory_id="m-bo")
+        ltm.add("Bo plays chess at the club", user_id="bo", timestamp=3.5)
+        ltm.delete([first[1].id])
+        ltm.consolidate([r.id for r in ltm.records() if r.agent_id == "bo"], "Bo plays chess", timestamp=4)
+        out.append([(h.id, h.score, h.record.metadata) for h in ltm.search("Ann Rome Paris chess", 10)])
+        ltm.add("Cy sings", timestamp=5)
+        out.append([(r.id, r.metadata) for r in ltm.add_many([{"content": "Dee reads", "timestamp": 6}])])
+        out.append([(h.id, h.score) for h in ltm.search("Cy sings Dee reads", 10, include_outdated=True)])
+        out.append((ltm.store.ids(), [e["vector"].tolist() for e in ltm.store.get(ltm.store.ids())]))
+        out.append([(r.id, r.metadata) for r in ltm.records()])
+        ltm.clear()
+        out.append((len(ltm), ltm.store.ids()))
+        return out
+
+    deferred, eager = LongTermMemory(), LongTermMemory(vector_store=EagerStore())
+    assert deferred._deferred and not eager._deferred
+    deferred.add("Ann lives in Paris", timestamp=0)
+    assert len(deferred._vectors) == 0 and deferred._pending  # not embedded yet
+    assert deferred.store.ids() == [deferred.records()[0].id] and not deferred._pending
+    deferred.clear()
+    assert run(deferred) == run(eager)
+    # a pending vector travels with a pickled memory and is written on load
+    ltm = LongTermMemory()
+    memory = ltm.add("Ann lives in Paris", timestamp=0)
+    again = pickle.loads(pickle.dumps(ltm))
+    assert again.store.ids() == [memory.id] and [h.id for h in again.search("Paris", 1)] == [memory.id]

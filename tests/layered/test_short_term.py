@@ -215,3 +215,24 @@ def test_summarize_with_sources_sync_and_async_agree():
     assert s.summarize_with_sources(chunk) == ("user: I own 3 cats.", ["t2"])
     assert asyncio.run(s.asummarize_with_sources(chunk)) == ("user: I own 3 cats.", ["t2"])
     assert s.summarize_with_sources([turn(1, "ok")]) == ("", [])
+
+
+class SumCounter(ApproxTokenCounter):
+    """Counts a request another way than the sum of its messages: never taken message by message."""
+
+    def count_messages(self, messages):
+        return 1000 * len(messages)
+
+
+@pytest.mark.parametrize("counter", [None, CHARS, SumCounter()])
+def test_token_count_counted_once_per_message_equals_counting_the_messages(counter):
+    short = ShortTermMemory(max_turns=6, keep_recent=2, token_budget=300, token_counter=counter)
+    for i in range(40):
+        short.add(turn(i, f"I own {30 + i} cats. " * (i % 4 + 1), role="user" if i % 2 else "assistant"))
+        assert short.token_count() == int(short._counter.count_messages(short.messages()))
+    assert short.folds > 3 and short.summary
+    kept = short._turns[-1]
+    kept.content = "changed after it was added"  # a record changed in place is counted again
+    assert short.token_count() == int(short._counter.count_messages(short.messages()))
+    short.clear()
+    assert short.token_count() == 0

@@ -8,6 +8,7 @@ from ...base import Component, ConfigError, MemlabError, Param
 from ...llm.base import LLMUsage, Op, adrive, drive
 from ...llm.counting import TOKEN_COUNTER, resolve_counter
 from ...records import MemoryRecord, Role
+from ...tokens import REPLY_PRIMING_TOKENS, TokenCounter
 from ...summarize import (
     ExtractiveSummarizer,
     Summarizer,
@@ -76,6 +77,8 @@ class ShortTermMemory(Component):
         self._summary_time = 0.0
         self._folded: list[list[MemoryRecord]] = []
         self._folds = 0
+        self._turn_tokens: dict[int, tuple[MemoryRecord, dict[str, Any], int]] = {}  # see token_count
+        self._summary_tokens: tuple[Any, float, int | None] | None = None
 
     @property
     def turns(self) -> list[MemoryRecord]:
@@ -114,7 +117,28 @@ class ShortTermMemory(Component):
         return [r.to_openai() for r in self.records()]
 
     def token_count(self) -> int:
-        return int(self._counter.count_messages(self.messages()))
+        """``count_messages(messages())``. With a ``TokenCounter`` whose ``count_messages``
+        is the sum of ``count_message`` over the messages (plus the reply priming), as
+        memlab's are, each message is counted once: a turn while its message stays the
+        same, the summary until the next fold (checked at every add)."""
+        counter = self._counter
+        if not (isinstance(counter, TokenCounter) and type(counter).count_messages is TokenCounter.count_messages):
+            return int(counter.count_messages(self.messages()))
+        summary = self.__dict__.get("_summary_tokens")
+        if summary is None or summary[0] is not self._pieces or summary[1] != self._summary_time:
+            record = self.summary_record
+            summary = self._summary_tokens = (self._pieces, self._summary_time,
+                                              counter.count_message(record.to_openai()) if record else None)
+        total, n = (0, 0) if summary[2] is None else (summary[2], 1)
+        known = self._turn_tokens
+        for record in self._turns:
+            message = record.to_openai()
+            hit = known.get(id(record))
+            if hit is None or hit[0] is not record or hit[1] != message:
+                hit = known[id(record)] = (record, message, counter.count_message(message))
+            total += hit[2]
+            n += 1
+        return int(total + REPLY_PRIMING_TOKENS) if n else 0
 
     @property
     def threshold(self) -> float:
@@ -165,6 +189,8 @@ class ShortTermMemory(Component):
 
     def _apply(self, chunk: list[MemoryRecord], pieces: list[SummaryPiece]) -> None:
         self._turns = self._turns[len(chunk):]
+        kept = {id(r) for r in self._turns}
+        self._turn_tokens = {i: v for i, v in self._turn_tokens.items() if i in kept}
         self._pieces = [(text.strip(), tuple(ids)) for text, ids in pieces if text.strip()]
         self._summary_time = max([self._summary_time] + [r.timestamp for r in chunk])
         self._folded.append(chunk)

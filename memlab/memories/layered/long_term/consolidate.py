@@ -155,7 +155,7 @@ class Consolidation:
         except BaseException:
             db.execute("ROLLBACK")
             try:
-                self._vectors.remove([row["memory_id"]])  # type: ignore[attr-defined]
+                self._unindex([row["memory_id"]])  # type: ignore[attr-defined]
             except Exception:  # the next check_and_repair deletes what is left
                 pass
             raise

@@ -5,6 +5,10 @@ transaction with the vector write inside it; on failure the transaction is rolle
 back and the new vectors deleted), and opening a memory checks and repairs them
 (rows without a vector are embedded again, vectors without a row are deleted, and a
 changed embedder re-embeds everything). ``last_repair`` says what was repaired.
+With the default parts (an in-memory ``NumpyVectorStore`` and the ``HashingEmbedder``,
+which nothing else reads and which cannot fail) the vectors of new rows are written, in
+the same batches, when the vector index is first read (``search``, ``store``,
+``check_and_repair``): a memory searched only through another index never embeds.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from ....base import ConfigError, MemlabError, did_you_mean
 from ....records import MEMORY_TYPES, MemoryRecord, Role
 from ....filters import Where, matches, validate_where
 from ....sqlite import connect
-from ....storage.vector import VectorStore
+from ....embeddings.hashing import HashingEmbedder
+from ....storage.vector import NumpyVectorStore, VectorStore
 
 log = logging.getLogger("memlab.memories.layered.long_term")
 
@@ -52,6 +53,10 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 # Added apart from the table so that files written before namespaces existed gain the column.
 _NAMESPACE = ("ALTER TABLE memories ADD COLUMN namespace TEXT NOT NULL DEFAULT ''",
               "CREATE INDEX IF NOT EXISTS memories_namespace ON memories (namespace, seq)")
+# Lookups made at every write (the exact-duplicate check) and every question (counts by
+# status): without them each walks every row of the namespace.
+_LOOKUPS = ("CREATE INDEX IF NOT EXISTS memories_content ON memories (namespace, content)",
+            "CREATE INDEX IF NOT EXISTS memories_status ON memories (namespace, status)")
 # the CHECK lists MEMORY_TYPES, so the table and the code agree on the memory types
 _SCHEMA = _SCHEMA_TEMPLATE.format(types=", ".join(f"'{t}'" for t in MEMORY_TYPES))
 _COLUMNS = ("seq", "memory_id", "user_id", "content", "memory_type", "subject", "source_session",
@@ -116,6 +121,8 @@ class Repository:
                         if "duplicate column" not in str(exc):
                             raise
                 conn.execute(_NAMESPACE[1])
+                for statement in _LOOKUPS:
+                    conn.execute(statement)
                 return columns
 
             columns: set[str] = set()
@@ -155,6 +162,8 @@ class Repository:
 
     @property
     def store(self) -> VectorStore:
+        with self._lock:
+            self._flush_vectors()
         return self._store
 
     @property
@@ -183,6 +192,7 @@ class Repository:
 
     def close(self) -> None:
         db, self._db = getattr(self, "_db", None), None
+        self._pending: list[list[dict[str, Any]]] = []  # a closed store takes no vectors
         if db is not None:
             db.close()
             self._store.close()
@@ -191,6 +201,7 @@ class Repository:
     def check_and_repair(self) -> RepairReport:
         """Make the vector store hold exactly one vector per row, from the current embedder."""
         with self._lock:
+            self._flush_vectors()
             report = RepairReport()
             identity = self._embedder.identity()
             stored = self.db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
@@ -207,7 +218,7 @@ class Repository:
             if report.deleted_vectors:
                 # through the index for the vectors it holds, straight for those it never wrote
                 self._store.delete([i for i in report.deleted_vectors if i not in self._vectors])
-                self._vectors.remove(report.deleted_vectors)
+                self._unindex(report.deleted_vectors)
             # rows the index does not hold (no vector, or a vector without its record)
             missing = [self._row(r) for r in rows if r[1] not in self._vectors]
             report.reembedded = [r["memory_id"] for r in missing]
@@ -221,8 +232,45 @@ class Repository:
     def _index(self, ids: list[str]) -> None:
         """Put these rows (of this namespace, oldest first) into the vector index."""
         if ids:
-            rows = sorted(self._rows_for(ids), key=lambda r: r["seq"])
+            self._index_rows(sorted(self._rows_for(ids), key=lambda r: r["seq"]))
+
+    def _index_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Put these rows (of this namespace, oldest first) into the vector index: now, or,
+        when ``_deferred``, as one batch of ``_pending`` written by ``_flush_vectors``."""
+        if not rows:
+            return
+        if self._deferred:
+            self._pending.append(list(rows))
+        else:
             self._vectors.add([self.to_record(r) for r in rows])
+
+    @property
+    def _deferred(self) -> bool:
+        """Vectors of new rows wait until the vector index is first read (``search``,
+        ``store``, ``check_and_repair``) only with the default parts exactly: an in-memory
+        ``NumpyVectorStore`` (nobody else reads it) and the ``HashingEmbedder`` (local, it
+        cannot fail on a text). A run that never searches by vector (``Retrieve`` with a
+        ``retriever``) then never embeds; any other store or embedder is written inside
+        the write transaction, as the class docstring says."""
+        return type(self._store) is NumpyVectorStore and type(self._embedder) is HashingEmbedder
+
+    def _flush_vectors(self) -> None:
+        """Write the deferred vectors, batch by batch as they were written (the same calls
+        to the vector index, only later)."""
+        pending = self.__dict__.get("_pending")
+        if pending:
+            self._pending = []
+            for rows in pending:
+                self._vectors.add([self.to_record(r) for r in rows])
+
+    def _unindex(self, ids: list[str]) -> None:
+        """Drop ``ids`` from the vector index and from the deferred vectors."""
+        drop = set(ids)
+        pending = self.__dict__.get("_pending")
+        if pending:
+            self._pending = [kept for kept in ([r for r in rows if r["memory_id"] not in drop] for rows in pending)
+                             if kept]
+        self._vectors.remove(ids)
 
     # -- time --------------------------------------------------------------------------
     def resolve_now(self, now: float | None = None) -> float:
@@ -238,8 +286,9 @@ class Repository:
     @staticmethod
     def _row(values: Sequence[Any]) -> dict[str, Any]:
         row = dict(zip(_COLUMNS, values))
-        row["supersedes"] = json.loads(row["supersedes"])
-        row["source_ids"] = json.loads(row["source_ids"])
+        # most memories supersede nothing: "[]" is read without the JSON parser
+        row["supersedes"] = [] if row["supersedes"] == "[]" else json.loads(row["supersedes"])
+        row["source_ids"] = [] if row["source_ids"] == "[]" else json.loads(row["source_ids"])
         return row
 
     @staticmethod
@@ -293,8 +342,14 @@ class Repository:
                 raise ConfigError(did_you_mean(key, list(FILTER_KEYS), "long-term memory filter key"))
 
     def _rows_for(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The rows of ``ids`` in this namespace (each chunk of 500 ids in ``seq`` order).
+
+        ``+namespace`` keeps SQLite from walking the namespace's index (every row of it,
+        which it prefers from five ids on) instead of looking each id up."""
         out: list[dict[str, Any]] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
-            out += self._rows(f"WHERE memory_id IN ({', '.join('?' * len(chunk))})", chunk)
+            rows = self.db.execute(f"{_SELECT} WHERE memory_id IN ({', '.join('?' * len(chunk))}) "
+                                   f"AND +namespace = ? ORDER BY seq", (*chunk, self.namespace)).fetchall()
+            out += [self._row(r) for r in rows]
         return out

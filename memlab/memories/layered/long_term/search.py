@@ -37,6 +37,7 @@ class DecaySearch:
         with self._lock:
             if not len(self):
                 return []
+            self._flush_vectors()
             t = self.resolve_now(now)
             push = where if where and _where_keys(where) <= set(VECTOR_KEYS) else None
             n = max(k, self.CANDIDATES)

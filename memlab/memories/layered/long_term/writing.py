@@ -35,20 +35,38 @@ class WritePath:
             db = self.db
             written: list[dict[str, Any]] = []
             out_ids: list[str] = []
+            self._updated = False
             self._begin()
             try:
                 for row in prepared:
                     out_ids.append(self._insert(row, written))
-                self._index([r["memory_id"] for r in written])
+                # the rows as stored: built from what was inserted when no statement of this
+                # batch changed a row afterwards (a merge or a supersession), else read back
+                stored = ([self._written_row(r) for r in written] if not self._updated
+                          else sorted(self._rows_for([r["memory_id"] for r in written]), key=lambda r: r["seq"]))
+                self._index_rows(stored)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 try:
-                    self._vectors.remove([r["memory_id"] for r in written])
+                    self._unindex([r["memory_id"] for r in written])
                 except Exception:  # the next check_and_repair deletes what is left
                     log.exception("could not undo vector writes after a failed add")
                 raise
-            return [self.get(i) for i in out_ids]  # type: ignore[misc]
+            # what was just committed: the rows of this batch as indexed, others read again
+            by_id = {r["memory_id"]: r for r in stored}
+            return [self.to_record(by_id[i]) if i in by_id else self.get(i)  # type: ignore[misc]
+                    for i in out_ids]
+
+    @staticmethod
+    def _written_row(row: dict[str, Any]) -> dict[str, Any]:
+        """A row inserted by ``_insert`` as ``_rows`` reads it back (SQLite's types)."""
+        return {"seq": row["seq"], "memory_id": row["memory_id"], "user_id": row["user_id"],
+                "content": row["content"], "memory_type": row["memory_type"], "subject": row["subject"],
+                "source_session": row["source_session"], "timestamp": row["timestamp"], "access_count": 0,
+                "last_accessed": row["timestamp"], "strength": row["strength"], "status": "active",
+                "supersedes": list(row["supersedes"]), "superseded_by": None,
+                "source_ids": list(row["source_ids"])}
 
     def _prepare(self, item: ExtractedMemory | Mapping[str, Any], user_id: str, source_session: str,
                  timestamp: float | None) -> dict[str, Any]:
@@ -70,12 +88,13 @@ class WritePath:
 
     def _insert(self, row: dict[str, Any], written: list[dict[str, Any]]) -> str:
         db = self.db
-        dup = self._rows("WHERE user_id = ? AND memory_type = ? AND content = ? AND status = 'active'",
-                         (row["user_id"], row["memory_type"], row["content"]))
+        dup = self._rows("WHERE content = ? AND user_id = ? AND memory_type = ? AND +status = 'active' ORDER BY seq",
+                         (row["content"], row["user_id"], row["memory_type"]))  # +: by content's index
         if dup:
             old = dup[0]
             sources = list(dict.fromkeys(old["source_ids"] + row["source_ids"]))
             strength = self.decay.reinforce(old["strength"]) if self.decay is not None else old["strength"]
+            self._updated = True
             db.execute("UPDATE memories SET source_ids = ?, strength = ?, last_accessed = ? WHERE memory_id = ?",
                        (json.dumps(sources), strength, max(old["last_accessed"], row["timestamp"]),
                         old["memory_id"]))
@@ -98,17 +117,22 @@ class WritePath:
                 "WHERE user_id = ? AND subject = ? AND status = 'active' ORDER BY seq",
                 (row["user_id"], row["subject"]))]
             for superseded in self._resolver.resolve(new, existing):
+                self._updated = True
                 db.execute("UPDATE memories SET status = 'outdated', superseded_by = ? WHERE memory_id = ?",
                            (row["memory_id"], superseded.id))
             supersedes = [str(i) for i in new.metadata.get("supersedes", [])]
         strength = self.decay.initial() if self.decay is not None else 1.0
-        db.execute("INSERT INTO memories (namespace, memory_id, user_id, content, memory_type, subject, "
+        cursor = db.execute("INSERT INTO memories (namespace, memory_id, user_id, content, memory_type, subject, "
                    "source_session, timestamp, access_count, last_accessed, strength, status, supersedes, "
                    "superseded_by, source_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 'active', ?, NULL, ?)",
                    (self.namespace, row["memory_id"], row["user_id"], row["content"], row["memory_type"],
                     row["subject"],
                     row["source_session"], row["timestamp"], row["timestamp"], strength,
                     json.dumps(supersedes), json.dumps(row["source_ids"])))
+        # what the row holds, for ``_written_row`` (a REAL column reads back as a float; an id
+        # given as another type than str is read back to learn how SQLite stored it)
+        self._updated = self._updated or not isinstance(row["memory_id"], str)
+        row.update(seq=cursor.lastrowid, strength=float(strength), supersedes=supersedes)
         written.append(row)
         return row["memory_id"]
 
@@ -123,7 +147,7 @@ class WritePath:
             self._begin()
             try:
                 self.db.executemany("DELETE FROM memories WHERE memory_id = ?", [(i,) for i in known])
-                self._vectors.remove(known)
+                self._unindex(known)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
@@ -142,7 +166,7 @@ class WritePath:
                 if not self.db.execute("SELECT 1 FROM memories LIMIT 1").fetchone():
                     # restart the sequence so that a cleared memory numbers (and names) as a new one
                     self.db.execute("DELETE FROM sqlite_sequence WHERE name = 'memories'")
-                self._vectors.remove(ids)
+                self._unindex(ids)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")

@@ -31,7 +31,7 @@ counted from llama.cpp's own token counts, a ``ResponseCache``, ``complete`` and
 - **Structured output** (``structured_output=True``, the default): a request that carries a JSON
   schema (``complete(..., schema=...)``: the extraction, relevance filter, abstraction and judge
   steps send theirs) is decoded under a llama.cpp grammar built from it (llama-cpp-python's
-  schema-to-grammar converter), so the model can only write JSON of that shape: the bundled 270M
+  schema-to-grammar converter, properties in the schema's order), so the model can only write JSON of that shape: the bundled 270M
   model, which otherwise answers those prompts with prose or a copy of the prompt, then writes
   readable JSON (what it puts in it is another matter). The request, and so the cache key, holds
   the schema as ``response_format={"type": "json_object", "schema": ...}`` (the form
@@ -442,11 +442,11 @@ def schema_grammar(schema: dict[str, Any]) -> Any:
     if grammar is not None:
         return grammar
     try:
-        from llama_cpp.llama_grammar import LlamaGrammar
+        from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
     except ImportError:
         raise ConfigError(f"LocalLLM needs llama-cpp-python: {_INSTALL_HINT}") from None
-    try:
-        grammar = LlamaGrammar.from_json_schema(key, verbose=False)
+    try:  # properties in the schema's own order (the converter sorts them by name otherwise)
+        grammar = LlamaGrammar.from_string(json_schema_to_gbnf(key, prop_order=_property_order(schema)), verbose=False)
     except Exception as exc:  # the converter raises assertions, KeyErrors, ValueErrors...
         name = schema.get("title") or "(untitled)"
         raise ConfigError(f"LocalLLM parameter 'schema': llama.cpp cannot turn the JSON schema {name!r} into a "
@@ -457,6 +457,21 @@ def schema_grammar(schema: dict[str, Any]) -> Any:
             _GRAMMARS.clear()
         _GRAMMARS[key] = grammar
     return grammar
+
+
+def _property_order(schema: Any) -> list[str]:
+    """Every property name of ``schema``, in the order written (depth first)."""
+    out: list[str] = []
+    if isinstance(schema, dict):
+        for name, sub in (schema.get("properties") or {}).items():
+            out.append(name)
+            out += _property_order(sub)
+        for key in ("items", "additionalProperties"):
+            out += _property_order(schema.get(key))
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            for sub in schema.get(key) or []:
+                out += _property_order(sub)
+    return list(dict.fromkeys(out))
 
 
 def _completion(out: dict[str, Any], model: str) -> Completion:

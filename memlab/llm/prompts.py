@@ -52,14 +52,20 @@ def _numbers(n: int) -> dict[str, Any]:
 
 
 def extract_schema(turn_ids: list[str]) -> dict[str, Any]:
-    """The answer ``extract_prompt`` asks for: ``{"memories": [...]}``, each memory with a
-    ``memory_type`` among ``MEMORY_TYPES`` and ``source_ids`` among the ids of the turns shown
-    (``turn_ids``; any string when none is given)."""
+    """The answer ``extract_prompt`` asks for: ``{"memories": [...]}``, at most one memory per
+    turn shown (``len(turn_ids)``, unbounded when none is given), each with a
+    ``memory_type`` among ``MEMORY_TYPES`` and at most ``len(turn_ids)`` ``source_ids`` among the
+    ids of the turns shown (``turn_ids``; any strings when none is given)."""
     ids = list(dict.fromkeys(str(i) for i in turn_ids))
-    source = {"type": "string", "enum": ids} if ids else {"type": "string"}
+    sources: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+    if ids:  # each id once at most: a bound that also stops a model repeating them
+        sources = {"type": "array", "items": {"type": "string", "enum": ids}, "maxItems": len(ids)}
     item = _object({"content": {"type": "string"}, "memory_type": {"type": "string", "enum": list(MEMORY_TYPES)},
-                    "subject": {"type": "string"}, "source_ids": {"type": "array", "items": source}})
-    return _object({"memories": {"type": "array", "items": item}}, "memlab_extract")
+                    "subject": {"type": "string"}, "source_ids": sources})
+    memories: dict[str, Any] = {"type": "array", "items": item}
+    if ids:  # at most one memory per turn shown: without a bound a small model copies the example on
+        memories["maxItems"] = len(ids)
+    return _object({"memories": memories}, "memlab_extract")
 
 
 def filter_schema(n_items: int, max_items: int) -> dict[str, Any]:

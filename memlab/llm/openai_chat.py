@@ -19,8 +19,8 @@ Structured output is off unless the constructor says which form the endpoint tak
 ``response_format={"type": "json_schema", "json_schema": {"name": <the schema's title>,
 "schema": <the schema less its title>, "strict": true}}`` (OpenAI, vLLM, llama.cpp's own server);
 with ``"json_object"`` as ``response_format={"type": "json_object", "schema": <the schema>}``
-(llama-cpp-python's server, ``memlab serve-llm``, which refuses the ``json_schema`` form with
-HTTP 422). With ``"off"`` (the default) the schema is dropped, so an endpoint of unknown
+(llama-cpp-python's server, ``memlab serve-llm``, which answers the ``json_schema`` form with
+HTTP 500, retried then an ``LLMError``). With ``"off"`` (the default) the schema is dropped, so an endpoint of unknown
 abilities gets the same request as before.
 """
 

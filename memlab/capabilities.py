@@ -30,6 +30,9 @@ class Capabilities:
       question twice may answer differently; same seed, same sequence.
     - ``search_changes_state``: a search itself changes what later searches see
       (reinforcement on recall).
+    - ``structured_output``: an LLM client that constrains an answer to the JSON schema its
+      request carries (``complete(..., schema=...)``: ``memlab.llm.base``), so a step asking
+      for JSON gets JSON of that shape (or an answer cut short by its token limit).
     """
 
     query_time_params: frozenset[str] = field(default_factory=frozenset)
@@ -37,6 +40,7 @@ class Capabilities:
     uses_gold: bool = False
     stochastic: bool = False
     search_changes_state: bool = False
+    structured_output: bool = False
 
     @property
     def asking_changes_nothing(self) -> bool:

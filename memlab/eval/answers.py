@@ -36,7 +36,8 @@ from collections import Counter
 from typing import Any
 
 from ..base import Component, ConfigError, MemlabError
-from ..llm.prompts import JUDGE_PROMPTS, LENIENT_JUDGE_PROMPT
+from ..llm.base import for_client
+from ..llm.prompts import JUDGE_PROMPTS, JUDGE_SCHEMA, LENIENT_JUDGE_PROMPT
 from ..text import porter_stem
 from ..text import HAN, KANA
 
@@ -128,7 +129,10 @@ class Answerer(Component):
 
 
 class LLMJudge(Component):
-    """Labels a generated answer CORRECT (1.0) or WRONG (0.0) against the gold answer."""
+    """Labels a generated answer CORRECT (1.0) or WRONG (0.0) against the gold answer.
+
+    The request carries ``JUDGE_SCHEMA`` (``{"label": "CORRECT" | "WRONG"}``): a client with
+    structured output (``LocalLLM`` by default) can then only answer one of the two labels."""
 
     def __init__(self, llm: Any, prompt: str = JUDGE_PROMPT):
         self.llm = llm
@@ -140,7 +144,8 @@ class LLMJudge(Component):
     def judge(self, question: str, gold: str, prediction: str):
         """(score, completion): score 1.0 / 0.0, NaN if the reply was neither label."""
         text = self.prompt.format(question=question, gold=gold, prediction=prediction)
-        completion = self.llm.complete([{"role": "user", "content": text}], max_tokens=16)
+        completion = self.llm.complete([{"role": "user", "content": text}],
+                                       **for_client(self.llm, {"max_tokens": 16, "schema": JUDGE_SCHEMA}))
         return parse_judgement(completion.text), completion
 
 

@@ -8,7 +8,7 @@ import jsonschema
 
 from ..base import MemlabError, Param
 from ..llm.base import LLM, LLMError, LLMProgram, UsesLLM
-from ..llm.prompts import EXTRACTION_SCHEMA, extract_prompt, strip_fences
+from ..llm.prompts import EXTRACTION_SCHEMA, extract_prompt, extract_schema, strip_fences
 from ..records import MemoryRecord
 from .base import ExtractedMemory, Extractor
 
@@ -72,8 +72,9 @@ class LLMExtractor(UsesLLM, Extractor):
         if not records:
             return []
         messages, error = extract_prompt(records), ""
+        schema = {"schema": extract_schema([r.id for r in records])}  # for a client with structured output
         for _ in range(self.max_attempts):
-            found, messages, error = self._read((yield messages), records, messages)
+            found, messages, error = self._read((yield messages, schema), records, messages)
             if found is not None:
                 return found
         return self._give_up(error)

@@ -9,6 +9,15 @@ Token counts are the cost of the work, not of the cache state: an answer replaye
 ``ResponseCache`` counts the tokens its original call cost, so the same configuration
 reports the same numbers on a cold and a warm cache. What the cache saved is counted
 apart (``LLMUsage.cached_calls`` and ``cached_tokens``).
+
+**Structured output.** A step that asks for JSON passes the JSON schema of the answer with its
+request, ``complete(messages, schema={...})`` (the schemas live beside the prompts, in
+``memlab.llm.prompts``). A client that declares ``Capabilities.structured_output`` turns it into
+its own form (``LocalLLM``: a llama.cpp grammar, so the model can only write JSON of that shape;
+``OpenAIChat``: the server's ``response_format``, when its constructor says the endpoint takes
+one); any other client never sees it (``LLM.complete`` drops it), so a client that cannot
+constrain its output, or was told not to, answers the same request as before, cache key
+included. Format errors are counted the same either way: an answer the step cannot read.
 """
 
 from __future__ import annotations
@@ -19,9 +28,13 @@ from abc import abstractmethod
 from dataclasses import dataclass, fields
 from typing import Any, Generator
 
-from ..base import Component, MemlabError
+from ..base import Component, ConfigError, MemlabError
+from ..capabilities import Capabilities
 
 Message = dict[str, Any]
+
+#: The request parameter carrying the JSON schema an answer must follow (``complete(..., schema=...)``).
+SCHEMA_PARAM = "schema"
 
 
 @dataclass(frozen=True)
@@ -112,6 +125,10 @@ class LLM(Component):
     ``usage`` is the client's own cumulative tally (thread-safe); ``reset_usage`` zeroes it.
     ``acomplete`` is the async counterpart; the default runs ``complete`` in a worker
     thread, clients with a native async transport (``OpenAIChat``) override it.
+
+    ``schema=`` (a JSON schema, a dict) in a call's parameters reaches ``_complete`` only when
+    ``accepts_schema()`` is True (the client then constrains its answer to it); otherwise it
+    is dropped (see the module docstring).
     """
 
     @abstractmethod
@@ -119,9 +136,30 @@ class LLM(Component):
         """Produce one completion (no usage bookkeeping: ``complete`` does that)."""
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
-        completion = self._complete(list(messages), **params)
+        completion = self._complete(list(messages), **self._schema_params(params))
         self._record(completion)
         return completion
+
+    def accepts_schema(self) -> bool:
+        """True when this client constrains an answer to the ``schema=`` of its request
+        (False here: a subclass that can says so, usually as its constructor configures it)."""
+        return False
+
+    def capabilities(self) -> Capabilities:
+        """What this client declares: ``structured_output`` (see ``accepts_schema()``)."""
+        return Capabilities(structured_output=self.accepts_schema())
+
+    def _schema_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with ``schema`` checked, and dropped unless this client takes it."""
+        if SCHEMA_PARAM not in params:
+            return params
+        schema = params[SCHEMA_PARAM]
+        if not isinstance(schema, dict):
+            raise ConfigError(f"{type(self).__name__}.complete parameter 'schema': expected a JSON schema "
+                              f"(a dict), got {type(schema).__name__}")
+        if self.accepts_schema():
+            return params
+        return {k: v for k, v in params.items() if k != SCHEMA_PARAM}
 
     async def acomplete(self, messages: list[Message], **params: Any) -> Completion:
         return await asyncio.to_thread(self.complete, messages, **params)
@@ -216,12 +254,12 @@ class UsesLLM(Component):
         self._step_usage().format_errors += 1
 
     def _call(self, llm: LLM, messages: list[Message], **params: Any) -> Completion:
-        completion = llm.complete(messages, **params)
+        completion = llm.complete(messages, **for_client(llm, params))
         self._step_usage().record(completion)
         return completion
 
     async def _acall(self, llm: LLM, messages: list[Message], **params: Any) -> Completion:
-        completion = await llm.acomplete(messages, **params)
+        completion = await llm.acomplete(messages, **for_client(llm, params))
         self._step_usage().record(completion)
         return completion
 
@@ -256,6 +294,14 @@ async def adrive(program: Generator[Op, Any, Any]) -> Any:
             op = program.send(await op.acall(*op.args, **op.kwargs))
     except StopIteration as done:
         return done.value
+
+
+def for_client(llm: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` for ``llm.complete``: as they are for a memlab ``LLM`` (it reads or drops
+    ``schema`` itself), without ``schema`` for any other object with a ``complete`` method."""
+    if isinstance(llm, LLM) or SCHEMA_PARAM not in params:
+        return params
+    return {k: v for k, v in params.items() if k != SCHEMA_PARAM}
 
 
 def _request(request: Any) -> tuple[list[Message], dict[str, Any]]:

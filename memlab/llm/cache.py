@@ -2,7 +2,10 @@
 
 The key is ``sha256`` of the canonical JSON of ``{"model", "messages", "params"}``
 (keys sorted, no whitespace, UTF-8), so the same request always finds the same
-answer and a replay of an experiment makes no model calls the second time.
+answer and a replay of an experiment makes no model calls the second time. ``params`` are the
+request's as the client sends them, a schema constraining the answer included (the clients put
+it there as ``response_format``): a constrained and an unconstrained call are different requests
+with different answers, and never share a row.
 
 Each row keeps the tokens the original call cost (``prompt_tokens``,
 ``completion_tokens``, as the server reported them; 0 when it reported none) and a hit

@@ -28,6 +28,15 @@ counted from llama.cpp's own token counts, a ``ResponseCache``, ``complete`` and
   ``LLMError`` at once (``replay`` turns it into a row with ``error``); a failed decode
   (llama.cpp's ``RuntimeError``) is retried ``max_retries`` times with a fresh context, then
   raises ``LLMError``. ``retries`` lists each failed attempt.
+- **Structured output** (``structured_output=True``, the default): a request that carries a JSON
+  schema (``complete(..., schema=...)``: the extraction, relevance filter, abstraction and judge
+  steps send theirs) is decoded under a llama.cpp grammar built from it (llama-cpp-python's
+  schema-to-grammar converter, properties in the schema's order), so the model can only write JSON of that shape: the bundled 270M
+  model, which otherwise answers those prompts with prose or a copy of the prompt, then writes
+  readable JSON (what it puts in it is another matter). The request, and so the cache key, holds
+  the schema as ``response_format={"type": "json_object", "schema": ...}`` (the form
+  llama-cpp-python and its server take). ``structured_output=False`` drops the schema: the
+  unconstrained model, its requests and cache keys exactly as before, to measure its format errors.
 - ``n_threads`` (None: llama.cpp's default), ``n_gpu_layers`` (0: CPU; -1: every layer on the
   accelerator of a GPU build of llama-cpp-python), ``n_ctx`` (context window in tokens).
 
@@ -37,7 +46,7 @@ The cache key's model is ``model_id``: ``"<file name>:<size in bytes>:<chat form
 from __future__ import annotations
 
 import atexit
-
+import json
 import os
 import threading
 import time
@@ -46,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import ConfigError, Param
-from .base import LLM, Completion, LLMError, Message
+from .base import LLM, SCHEMA_PARAM, Completion, LLMError, Message
 from .cache import ResponseCache
 from .openai_chat import RetryEvent
 
@@ -64,6 +73,11 @@ _FORMAT_LOCK = threading.Lock()
 #: answerer of one run): (llama_cpp.Llama, the lock that serialises its calls, load seconds).
 _LOADED: dict[tuple[Any, ...], tuple[Any, threading.Lock, float]] = {}
 _LOADED_LOCK = threading.Lock()
+#: Grammars built from JSON schemas, by the schema's canonical JSON (a grammar is its text only:
+#: llama.cpp builds a fresh sampler from it for every call, so one object serves every call).
+_GRAMMARS: dict[str, Any] = {}
+_GRAMMARS_LOCK = threading.Lock()
+_MAX_GRAMMARS = 256
 
 
 def _close_all() -> None:
@@ -207,7 +221,8 @@ class LocalLLM(LLM):
 
     ``model_path``: a GGUF file; None: ``$MEMLAB_LOCAL_MODEL`` when set, else the bundled
     Gemma 3 270M (assembled on first use). ``max_tokens`` caps each answer unless a call
-    passes its own; ``temperature``, ``seed`` and ``max_tokens`` are part of the cache key.
+    passes its own; ``temperature``, ``seed`` and ``max_tokens`` are part of the cache key, and so
+    is a request's schema when ``structured_output`` constrains the answer to it.
     """
 
     constraints = {
@@ -223,12 +238,13 @@ class LocalLLM(LLM):
         "max_retries": Param(int, ge=0),
         "cache": Param(ResponseCache, none=True),
         "verbose": Param(bool),
+        "structured_output": Param(bool),
     }
 
     def __init__(self, model_path: str | None = None, chat_format: str | None = None, n_ctx: int = 8192,
                  n_threads: int | None = None, n_gpu_layers: int = 0, temperature: float = 0.0,
                  max_tokens: int = 256, seed: int = 0, max_retries: int = 1,
-                 cache: ResponseCache | None = None, verbose: bool = False):
+                 cache: ResponseCache | None = None, verbose: bool = False, structured_output: bool = True):
         self.model_path = model_path
         self.chat_format = chat_format
         self.n_ctx = n_ctx
@@ -240,6 +256,7 @@ class LocalLLM(LLM):
         self.max_retries = max_retries
         self.cache = cache
         self.verbose = verbose
+        self.structured_output = structured_output
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
@@ -353,9 +370,28 @@ class LocalLLM(LLM):
             return f"gpu ({'all' if self.n_gpu_layers < 0 else self.n_gpu_layers} layers offloaded)"
         return "cpu" + (" (this llama-cpp-python build has GPU offload)" if gpu else "")
 
+    def accepts_schema(self) -> bool:
+        """True when ``structured_output``: a request's schema constrains the answer (a grammar)."""
+        return self.structured_output
+
     def _request_params(self, params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
         out.update(params)
+        schema = out.pop(SCHEMA_PARAM, None)  # only here when structured_output (LLM.complete)
+        if schema is not None:
+            out["response_format"] = {"type": "json_object", "schema": schema}
+        return out
+
+    @staticmethod
+    def _llama_params(request: dict[str, Any]) -> dict[str, Any]:
+        """The request as ``create_chat_completion`` takes it: a schema becomes a grammar built
+        here, not by llama-cpp-python, which would fall back to any JSON on a schema it cannot
+        convert; a schema it cannot convert is a ``ConfigError`` naming it."""
+        fmt = request.get("response_format")
+        if not (isinstance(fmt, dict) and fmt.get("type") == "json_object" and "schema" in fmt):
+            return request
+        out = {k: v for k, v in request.items() if k != "response_format"}
+        out["grammar"] = schema_grammar(fmt["schema"])
         return out
 
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
@@ -371,7 +407,7 @@ class LocalLLM(LLM):
             with lock:
                 llama.reset()  # a whole fresh evaluation: the answer never depends on the previous call
                 try:
-                    out = llama.create_chat_completion(messages=list(messages), **request)
+                    out = llama.create_chat_completion(messages=list(messages), **self._llama_params(request))
                 except ValueError as exc:  # the prompt does not fit, a bad parameter: not worth retrying
                     raise LLMError(f"LocalLLM ({Path(self.resolved_path()).name}, n_ctx={self.n_ctx}): "
                                    f"{exc} (not retried)") from None
@@ -395,6 +431,47 @@ class LocalLLM(LLM):
         if entry is not None:
             with entry[1]:
                 entry[0].close()
+
+
+def schema_grammar(schema: dict[str, Any]) -> Any:
+    """The ``llama_cpp.LlamaGrammar`` that lets a model write only JSON matching ``schema`` (built
+    once per schema by llama-cpp-python's converter; ``ConfigError`` when it cannot convert it)."""
+    key = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    with _GRAMMARS_LOCK:
+        grammar = _GRAMMARS.get(key)
+    if grammar is not None:
+        return grammar
+    try:
+        from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+    except ImportError:
+        raise ConfigError(f"LocalLLM needs llama-cpp-python: {_INSTALL_HINT}") from None
+    try:  # properties in the schema's own order (the converter sorts them by name otherwise)
+        grammar = LlamaGrammar.from_string(json_schema_to_gbnf(key, prop_order=_property_order(schema)), verbose=False)
+    except Exception as exc:  # the converter raises assertions, KeyErrors, ValueErrors...
+        name = schema.get("title") or "(untitled)"
+        raise ConfigError(f"LocalLLM parameter 'schema': llama.cpp cannot turn the JSON schema {name!r} into a "
+                          f"grammar ({type(exc).__name__}: {exc}); expected a schema within its converter's "
+                          f"subset (pass structured_output=False to send no schema)") from None
+    with _GRAMMARS_LOCK:
+        if len(_GRAMMARS) >= _MAX_GRAMMARS:
+            _GRAMMARS.clear()
+        _GRAMMARS[key] = grammar
+    return grammar
+
+
+def _property_order(schema: Any) -> list[str]:
+    """Every property name of ``schema``, in the order written (depth first)."""
+    out: list[str] = []
+    if isinstance(schema, dict):
+        for name, sub in (schema.get("properties") or {}).items():
+            out.append(name)
+            out += _property_order(sub)
+        for key in ("items", "additionalProperties"):
+            out += _property_order(schema.get(key))
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            for sub in schema.get(key) or []:
+                out += _property_order(sub)
+    return list(dict.fromkeys(out))
 
 
 def _completion(out: dict[str, Any], model: str) -> Completion:

@@ -12,6 +12,16 @@ is the same for the sync and async paths and visible in ``retries``:
   the URL and the number of attempts. Other 4xx fail at once; so does a 200 whose
   body is not a chat completion (not JSON, no ``choices``), since asking again for
   a malformed answer costs tokens and rarely helps.
+
+Structured output is off unless the constructor says which form the endpoint takes
+(``structured_output``): with ``"json_schema"`` a request carrying a schema
+(``complete(..., schema=...)``, ``memlab.llm.base``) is sent with OpenAI's
+``response_format={"type": "json_schema", "json_schema": {"name": <the schema's title>,
+"schema": <the schema less its title>, "strict": true}}`` (OpenAI, vLLM, llama.cpp's own server);
+with ``"json_object"`` as ``response_format={"type": "json_object", "schema": <the schema>}``
+(llama-cpp-python's server, ``memlab serve-llm``, which answers the ``json_schema`` form with
+HTTP 500, retried then an ``LLMError``). With ``"off"`` (the default) the schema is dropped, so an endpoint of unknown
+abilities gets the same request as before.
 """
 
 from __future__ import annotations
@@ -28,12 +38,14 @@ from typing import Any
 
 from ..base import ConfigError, MemlabError, Param
 from ..secrets import Secret, as_secret, reveal
-from .base import LLM, Completion, LLMError, Message
+from .base import LLM, SCHEMA_PARAM, Completion, LLMError, Message
 from .cache import ResponseCache
 
 #: Longest wait memlab accepts from a Retry-After header, in seconds.
 MAX_RETRY_AFTER = 120.0
 _RETRY_STATUSES = frozenset({408, 409, 429})
+#: The forms of ``response_format`` OpenAIChat can send a schema in (``structured_output``).
+STRUCTURED_FORMS = ("off", "json_schema", "json_object")
 
 
 @dataclass(frozen=True)
@@ -53,7 +65,8 @@ class OpenAIChat(LLM):
     ``model``, ``base_url`` and ``api_key`` default to the environment variables
     ``MEMLAB_LLM_MODEL``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``. ``cache`` (a
     ``ResponseCache``) answers repeated requests without a call; ``usage`` still counts
-    such a hit at the tokens its original call cost (see ``LLMUsage``).
+    such a hit at the tokens its original call cost (see ``LLMUsage``). ``structured_output``:
+    the ``response_format`` form the endpoint takes a schema in, or "off" (module docstring).
     """
 
     constraints = {
@@ -64,12 +77,13 @@ class OpenAIChat(LLM):
         "max_retries": Param(int, ge=0),
         "backoff": Param(float, ge=0),
         "cache": Param(ResponseCache, none=True),
+        "structured_output": Param(choices=STRUCTURED_FORMS),
     }
 
     def __init__(self, model: str | None = None, base_url: str | None = None,
                  api_key: str | None = None, temperature: float = 0.0,
                  max_tokens: int | None = None, timeout: float = 30.0, max_retries: int = 3,
-                 backoff: float = 0.5, cache: ResponseCache | None = None):
+                 backoff: float = 0.5, cache: ResponseCache | None = None, structured_output: str = "off"):
         self.model = model
         self.base_url = base_url
         self.api_key = api_key
@@ -79,6 +93,7 @@ class OpenAIChat(LLM):
         self.max_retries = max_retries
         self.backoff = backoff
         self.cache = cache
+        self.structured_output = structured_output
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
@@ -138,11 +153,18 @@ class OpenAIChat(LLM):
                 client = self._async_clients[loop] = openai.AsyncOpenAI(**self._client_kwargs())
             return client
 
+    def accepts_schema(self) -> bool:
+        """True when ``structured_output`` names the form the endpoint takes a schema in."""
+        return self.structured_output != "off"
+
     def _request_params(self, params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"temperature": self.temperature}
         if self.max_tokens is not None:
             out["max_tokens"] = self.max_tokens
         out.update(params)
+        schema = out.pop(SCHEMA_PARAM, None)  # only here when structured_output is on (LLM.complete)
+        if schema is not None:
+            out["response_format"] = response_format(schema, self.structured_output)
         return out
 
     @property
@@ -176,7 +198,7 @@ class OpenAIChat(LLM):
 
     async def acomplete(self, messages: list[Message], **params: Any) -> Completion:
         messages = list(messages)
-        model, request = self.resolved_model(), self._request_params(params)
+        model, request = self.resolved_model(), self._request_params(self._schema_params(params))
         completion = self._cached(model, messages, request)
         if completion is None:
             client = self._aclient()
@@ -243,6 +265,19 @@ class OpenAIChat(LLM):
                 self._client.close()
             self._client = None
             self._async_clients = weakref.WeakKeyDictionary()
+
+
+def response_format(schema: dict[str, Any], form: str) -> dict[str, Any]:
+    """The ``response_format`` asking an endpoint for JSON that follows ``schema``, in ``form``:
+    "json_schema" (OpenAI's: named by the schema's ``title``, else "memlab_output", strict) or
+    "json_object" (llama-cpp-python's: the schema beside the type)."""
+    if form == "json_schema":
+        body = {k: v for k, v in schema.items() if k != "title"}
+        return {"type": "json_schema",
+                "json_schema": {"name": str(schema.get("title") or "memlab_output"), "schema": body, "strict": True}}
+    if form == "json_object":
+        return {"type": "json_object", "schema": schema}
+    raise ConfigError(f"response_format form: expected 'json_schema' or 'json_object', got {form!r}")
 
 
 def retry_after_seconds(headers: Any) -> float | None:

@@ -34,6 +34,62 @@ MEMORY_ITEM_SCHEMA: dict[str, Any] = {
 EXTRACTION_SCHEMA: dict[str, Any] = {"type": "array", "items": MEMORY_ITEM_SCHEMA}
 
 
+# -- request schemas (structured output) ------------------------------------------------
+# What a step asking for JSON sends with its request (``complete(..., schema=...)``), for a client
+# that constrains its answer to it (``memlab.llm.base``). They describe the answer each prompt asks
+# for, within the subset every such client reads (llama.cpp's schema-to-grammar converter, OpenAI's
+# strict ``json_schema``): objects list every property as required and allow no other; arrays may
+# bound their length; numbers and ids are enums of what the prompt listed. ``title`` names the
+# schema (OpenAI's ``json_schema.name``). The answers are still validated by the step's own parser.
+def _object(properties: dict[str, Any], title: str | None = None) -> dict[str, Any]:
+    head = {"title": title} if title else {}
+    return {**head, "type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+def _numbers(n: int) -> dict[str, Any]:
+    return {"type": "integer", "enum": list(range(1, n + 1))}
+
+
+def extract_schema(turn_ids: list[str]) -> dict[str, Any]:
+    """The answer ``extract_prompt`` asks for: ``{"memories": [...]}``, at most one memory per
+    turn shown (``len(turn_ids)``, unbounded when none is given), each with a
+    ``memory_type`` among ``MEMORY_TYPES`` and at most ``len(turn_ids)`` ``source_ids`` among the
+    ids of the turns shown (``turn_ids``; any strings when none is given)."""
+    ids = list(dict.fromkeys(str(i) for i in turn_ids))
+    sources: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+    if ids:  # each id once at most: a bound that also stops a model repeating them
+        sources = {"type": "array", "items": {"type": "string", "enum": ids}, "maxItems": len(ids)}
+    item = _object({"content": {"type": "string"}, "memory_type": {"type": "string", "enum": list(MEMORY_TYPES)},
+                    "subject": {"type": "string"}, "source_ids": sources})
+    memories: dict[str, Any] = {"type": "array", "items": item}
+    if ids:  # at most one memory per turn shown: without a bound a small model copies the example on
+        memories["maxItems"] = len(ids)
+    return _object({"memories": memories}, "memlab_extract")
+
+
+def filter_schema(n_items: int, max_items: int) -> dict[str, Any]:
+    """The answer ``filter_prompt`` asks for: ``{"relevant": [numbers]}``, numbers from 1 to
+    ``n_items``, at most ``max_items`` of them (a bound that also stops a model counting on)."""
+    if n_items < 1 or max_items < 1:
+        raise MemlabError(f"filter_schema needs n_items >= 1 and max_items >= 1, got {n_items}, {max_items}")
+    return _object({"relevant": {"type": "array", "items": _numbers(n_items),
+                                 "maxItems": min(max_items, n_items)}}, "memlab_filter")
+
+
+def abstract_schema(n_memories: int, min_support: int, max_patterns: int) -> dict[str, Any]:
+    """The answer ``abstract_prompt`` asks for: ``{"patterns": [{"abstraction", "evidence"}]}``,
+    at most ``max_patterns`` patterns, each with ``min_support`` to ``n_memories`` evidence
+    numbers from 1 to ``n_memories``."""
+    if not 1 <= min_support <= n_memories or max_patterns < 1:
+        raise MemlabError(f"abstract_schema needs 1 <= min_support <= n_memories and max_patterns >= 1, "
+                          f"got min_support={min_support}, n_memories={n_memories}, max_patterns={max_patterns}")
+    pattern = _object({"abstraction": {"type": "string"},
+                       "evidence": {"type": "array", "items": _numbers(n_memories),
+                                    "minItems": min_support, "maxItems": n_memories}})
+    return _object({"patterns": {"type": "array", "items": pattern, "maxItems": max_patterns}}, "memlab_abstract")
+
+
 # -- rendering and reading back ---------------------------------------------------------
 def task_messages(task: str, instructions: str, sections: dict[str, str]) -> list[dict[str, str]]:
     return [{"role": "system", "content": f"{TASK_MARKER} {task}\n{instructions.strip()}"},
@@ -264,6 +320,9 @@ Gold answer: {gold}
 Generated answer: {prediction}
 
 Reply with JSON only: {{"label": "CORRECT"}} or {{"label": "WRONG"}}."""
+
+#: The answer both judge prompts ask for: ``{"label": "CORRECT"}`` or ``{"label": "WRONG"}``.
+JUDGE_SCHEMA: dict[str, Any] = _object({"label": {"type": "string", "enum": ["CORRECT", "WRONG"]}}, "memlab_judge")
 
 #: The judge prompts an answer-level run compares (``memlab.eval.answers.judge_rows``).
 JUDGE_PROMPTS: dict[str, str] = {"lenient": LENIENT_JUDGE_PROMPT, "strict": STRICT_JUDGE_PROMPT}

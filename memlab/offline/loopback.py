@@ -7,6 +7,12 @@ with no network. Faults are scripted: ``enqueue_fault(status=429, headers=...)``
 ``enqueue_fault(body="not json")`` (malformed output) are served, in order, before the
 normal answers resume. Every request body is recorded in ``requests``.
 
+A chat request may carry a ``response_format`` as the OpenAI API takes it (``{"type": "text"}``,
+``{"type": "json_object"}``, with or without a ``schema`` beside it as llama.cpp's servers take
+it, or ``{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}``); any other
+shape is refused with HTTP 400, as the API does. The chat handler sees it in the request and
+answers as it likes (``OfflineChat``'s answers to memlab's prompts already follow their schemas).
+
     with LoopbackServer() as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
 """
@@ -34,6 +40,24 @@ class Fault:
     body: str | None = None
     delay: float = 0.0
     path: str | None = None  # only for requests to this path (None: any)
+
+
+def response_format_problem(value: Any) -> str | None:
+    """Why ``value`` is not a ``response_format`` the server takes (see the module docstring), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("type") not in ("text", "json_object", "json_schema"):
+        return (f"Invalid 'response_format': expected an object with type 'text', 'json_object' or "
+                f"'json_schema', got {json.dumps(value)[:200]}")
+    if "schema" in value and not isinstance(value["schema"], dict):
+        return "Invalid 'response_format.schema': expected an object"
+    if value["type"] == "json_schema":
+        spec = value.get("json_schema")
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:
+            return "Missing required parameter: 'response_format.json_schema.name'"
+        if "schema" in spec and not isinstance(spec["schema"], dict):
+            return "Invalid 'response_format.json_schema.schema': expected an object"
+    return None
 
 
 def _approx_tokens(text: str) -> int:
@@ -152,6 +176,11 @@ class LoopbackServer(LocalServer):
                                    {"error": {"message": f"scripted fault {fault.status}",
                                               "type": "server_error"}}, fault.headers)
                         return
+                problem = response_format_problem(body.get("response_format")) if isinstance(body, dict) else None
+                if problem is not None and self.path.endswith("/chat/completions"):
+                    self._send(400, {"error": {"message": problem, "type": "invalid_request_error",
+                                               "param": "response_format"}})
+                    return
                 try:
                     if self.path.endswith("/chat/completions"):
                         self._send(200, server._chat_response(body))

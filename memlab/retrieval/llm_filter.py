@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..base import Param
 from ..llm.base import LLM, LLMProgram, UsesLLM
-from ..llm.prompts import filter_prompt, is_selection_json, parse_selection
+from ..llm.prompts import filter_prompt, filter_schema, is_selection_json, parse_selection
 from ..records import Hit
 from .selection import Selector, rerank
 
@@ -34,7 +34,8 @@ class LLMRelevanceFilter(UsesLLM, Selector):
     def _select(self, query: str, hits: list[Hit], k: int) -> LLMProgram:
         if not hits or k <= 0:
             return []
-        return self._choose(hits, k, (yield filter_prompt(query, [h.record.content for h in hits], k)))
+        return self._choose(hits, k, (yield filter_prompt(query, [h.record.content for h in hits], k),
+                                      {"schema": filter_schema(len(hits), k)}))
 
     def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]:
         return self.run_program(self._select(query, hits, k))

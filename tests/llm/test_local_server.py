@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -82,3 +83,17 @@ def test_a_wrong_key_is_refused(server):
 def test_bad_port_is_one_line(capsys):
     assert main(["serve-llm", "--port", "70000"]) == 2
     assert capsys.readouterr().err.strip() == "memlab serve-llm: --port must be in 1..65535, got 70000"
+
+
+def test_structured_output_in_the_form_this_server_takes(server):
+    from memlab.llm.prompts import JUDGE_SCHEMA
+
+    ask = [{"role": "user", "content": "Is the sky green? Reply with JSON only: {\"label\": \"CORRECT\"} or {\"label\": \"WRONG\"}."}]
+    llm = OpenAIChat(model="local", base_url=server, api_key=KEY, max_tokens=16, max_retries=0,
+                     structured_output="json_object")
+    assert json.loads(llm.complete(ask, schema=JUDGE_SCHEMA).text)["label"] in ("CORRECT", "WRONG")
+    # llama-cpp-python's server takes a schema beside type json_object only: OpenAI's json_schema form fails (500)
+    other = OpenAIChat(model="local", base_url=server, api_key=KEY, max_tokens=16, max_retries=0,
+                       structured_output="json_schema")
+    with pytest.raises(LLMError, match=r"after 1 attempt\(s\): last error status 500"):
+        other.complete(ask, schema=JUDGE_SCHEMA)

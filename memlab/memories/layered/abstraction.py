@@ -15,7 +15,7 @@ from typing import Any
 
 from ...base import Component, Param
 from ...llm.base import LLM, LLMProgram, LLMUsage, UsesLLM
-from ...llm.prompts import abstract_prompt, strip_fences
+from ...llm.prompts import abstract_prompt, abstract_schema, strip_fences
 from ...text import recurring_terms, recurring_topic
 from ...records import MEMORY_TYPES_PARAM, Hit, MemoryRecord
 from .long_term import LongTermMemory
@@ -144,7 +144,8 @@ class LLMAbstractor(UsesLLM, Abstractor):
         if len(memories) < self.min_support:
             return []
         listed = [(_day(m.timestamp), m.content) for m in memories]
-        answer = yield abstract_prompt(listed, self.min_support), {"max_tokens": self.max_tokens}
+        answer = yield abstract_prompt(listed, self.min_support), {
+            "max_tokens": self.max_tokens, "schema": abstract_schema(len(memories), self.min_support, self.max_patterns)}
         existing = self._active_abstractions(long_term)
         written = []
         for text, evidence in self._parse(answer, memories)[:self.max_patterns]:

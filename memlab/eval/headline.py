@@ -10,7 +10,7 @@ A comparison is stated from a paired, dialogue-clustered test (``memlab.eval.com
 - ``headline(results, metric)``: the strategies ranked by the mean of ``metric`` with their
   cluster-bootstrap CIs, every pair of ranked strategies compared (``pairwise``, Holm-adjusted),
   the pairs that differ, and a plain sentence when the data cannot separate them. Reference
-  strategies (``REFERENCES``: the retrieval ceiling and the everything-in-context cost) are
+  strategies (``BOUNDS``: the retrieval ceiling and the everything-in-context cost) are
   listed apart and left out of the pairs: they bound the others, they do not compete.
 - ``headline_metric(columns)``: the token-matched metric a headline ranks by.
 
@@ -33,7 +33,7 @@ from ..base import MemlabError
 from . import stats
 
 #: Strategies that bound the others (ceiling of retrieval, cost of handing over everything).
-REFERENCES = ("oracle", "full_context")
+BOUNDS = ("oracle", "full_context")
 ALPHA = 0.05
 #: Above this many ranked strategies the headline compares the leader with each other one only.
 MAX_ALL_PAIRS = 20
@@ -104,7 +104,7 @@ def p_floor(n_dialogues: int, n_resamples: int = 10_000) -> float:
 
 
 def rank(results: pd.DataFrame, metric: str, strategy_col: str = "strategy",
-         references: Sequence[str] = REFERENCES, cluster: str = "dialogue_id",
+         references: Sequence[str] = BOUNDS, cluster: str = "dialogue_id",
          n_resamples: int = stats.N_RESAMPLES, confidence: float = stats.CONFIDENCE,
          seed: int = stats.SEED) -> pd.DataFrame:
     """One row per strategy: ``rank`` (1 = highest mean; "ref" for a reference), strategy,
@@ -203,7 +203,7 @@ class Headline:
 
         lines = [f"## Headline: {self.metric}", "",
                  f"Strategies ranked by mean {self.metric} (95% dialogue-clustered bootstrap CI); "
-                 f"rank \"ref\": a reference ({', '.join(REFERENCES)}), not compared.", "",
+                 f"rank \"ref\": a reference ({', '.join(BOUNDS)}), not compared.", "",
                  to_markdown(self.ranking), ""]
         lines += [f"- {s}" for s in self.sentences()]
         different = self.different
@@ -214,7 +214,7 @@ class Headline:
 
 
 def headline(results: pd.DataFrame, metric: str | None = None, strategy_col: str = "strategy",
-             references: Sequence[str] = REFERENCES, alpha: float = ALPHA,
+             references: Sequence[str] = BOUNDS, alpha: float = ALPHA,
              n_resamples: int = stats.N_RESAMPLES, seed: int = stats.SEED,
              max_all_pairs: int = MAX_ALL_PAIRS) -> Headline:
     """Rank the strategies of per-probe ``results`` on ``metric`` (default ``headline_metric``)
@@ -239,7 +239,7 @@ def headline(results: pd.DataFrame, metric: str | None = None, strategy_col: str
 
 
 def ranked_summary(summary: pd.DataFrame, metric: str, columns: Sequence[str] = (),
-                   strategy_col: str = "strategy", references: Sequence[str] = REFERENCES,
+                   strategy_col: str = "strategy", references: Sequence[str] = BOUNDS,
                    ci: Sequence[str] | None = None, digits: int = 3) -> pd.DataFrame:
     """A summary table (``summarize(..., ci=True)``) ranked by ``metric`` (references last):
     ``rank``, strategy, ``metric`` and the other ``columns``; each metric in ``ci`` (default:
@@ -262,5 +262,5 @@ def ranked_summary(summary: pd.DataFrame, metric: str, columns: Sequence[str] = 
     return out
 
 
-__all__ = ["ALPHA", "Headline", "REFERENCES", "headline", "headline_metric", "p_floor", "phrase_comparison",
+__all__ = ["ALPHA", "Headline", "BOUNDS", "headline", "headline_metric", "p_floor", "phrase_comparison",
            "rank", "ranked_summary", "significant", "verdict"]

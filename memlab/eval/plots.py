@@ -11,7 +11,7 @@ Conventions: metrics bounded in [0, 1] (recall, hit rate, ...) are drawn on a y 
 0 to 1; numeric legend entries are sorted as numbers; up to 20 lines or bar groups each get a
 colour of their own (``PALETTE``) and a marker, and dash styles vary too, so two identical
 lines stay visible; legends sit outside the axes, and points are named in the legend, never
-by labels that could overlap. Reference strategies (``REFERENCES``: ``oracle``,
+by labels that could overlap. Reference strategies (``BOUNDS``: ``oracle``,
 ``full_context``) are drawn in a Pareto plot as grey horizontal reference lines, outside the
 Pareto front they would otherwise dominate.
 """
@@ -30,8 +30,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..base import MemlabError
-# REFERENCES: strategies that bound the others, drawn as reference lines, never on the Pareto front
-from .headline import REFERENCES
+# BOUNDS: strategies that bound the others, drawn as reference lines, never on the Pareto front
+from .headline import BOUNDS
 from .compare import bootstrap_ci
 from .metrics import is_bounded
 
@@ -42,7 +42,7 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#7fff00", "#f4a460")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "8", "H", "1", "2", "3", "4", "+")
 _DASHES = ("-", "--", "-.", ":")
-_REFERENCE_DASHES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
+_BOUND_DASHES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95, method: str = "bootstrap",
@@ -103,7 +103,7 @@ def _is_reference(name: str, references: Sequence[str]) -> bool:
 
 def _reference_line(ax: Axes, n: int, name: str, x: float, y: float, what: str) -> None:
     """A grey horizontal line at y, named in the legend with the cost it comes at."""
-    ax.axhline(y, color="0.45", linestyle=_REFERENCE_DASHES[n % len(_REFERENCE_DASHES)], linewidth=1.2,
+    ax.axhline(y, color="0.45", linestyle=_BOUND_DASHES[n % len(_BOUND_DASHES)], linewidth=1.2,
                zorder=1, label=f"{name} (ref.: {y:.3f} at {x:.0f} {what})")
 
 
@@ -227,7 +227,7 @@ def budget_columns(df: pd.DataFrame, metric: str = "recall") -> list[int]:
 
 def plot_pareto(df: pd.DataFrame, x: str | None = None, y: str | None = None,
                 label: str | Sequence[str] = "strategy", metric: str = "recall",
-                references: Sequence[str] = REFERENCES, ax: Axes | None = None) -> Figure:
+                references: Sequence[str] = BOUNDS, ax: Axes | None = None) -> Figure:
     """Quality against cost per configuration, and the Pareto front (cheapest for its quality).
 
     Default, when the rows have token-matched columns: for each configuration (``label``),
@@ -396,5 +396,5 @@ def plot_metric_at_k(df: pd.DataFrame, metric: str = "recall", ks: Sequence[int]
     return fig
 
 
-__all__ = ["PALETTE", "REFERENCES", "budget_columns", "color", "mean_ci", "metric_ks", "pareto_front", "plot_by_category", "plot_metric_at_k",
+__all__ = ["PALETTE", "BOUNDS", "budget_columns", "color", "mean_ci", "metric_ks", "pareto_front", "plot_by_category", "plot_metric_at_k",
                       "plot_metric_vs_param", "plot_pareto"]

@@ -1,6 +1,6 @@
 """keep_rate matters only when history competes with other scored records for a budget.
 
-REFERENCE.md section 4: in a ChatHistoryMemory alone scores fall monotonically with age,
+CAMEL's memory semantics: in a ChatHistoryMemory alone scores fall monotonically with age,
 so every keep_rate keeps the same newest turns; in a LongtermAgentMemory, history scored
 keep_rate ** i competes with recalls scored by cosine similarity.
 """

@@ -99,7 +99,11 @@ def main() -> int:
             print("LoCoMo not found: set MEMLAB_LOCOMO or put it at ../shared/datasets/locomo/locomo10.json")
             return 1
         dataset = load_any(path, "locomo")
-    only = set(args.only.split(",")) if args.only else None
+    # labels hold commas inside brackets ("hybrid_plus[e5,minilm]"): split on the others only
+    only = set(re.split(r",(?![^\[]*\])", args.only)) if args.only else None
+    unknown = sorted(only - {label for label, *_ in RUNS}) if only else []
+    if unknown:
+        raise SystemExit(f"bench_locomo: --only: unknown label(s) {unknown}; known: {[r[0] for r in RUNS]}")
     print(f"{dataset.name}: {len(dataset.dialogues)} dialogues, {dataset.n_turns} turns, {dataset.n_probes} questions")
     print(f"{'strategy':<26}{'recall@5':>9}{'@10':>7}{'@512tok':>9}{'tokens':>8}{'seconds':>9}")
     figures = {}

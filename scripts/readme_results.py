@@ -163,9 +163,33 @@ def render_locomo_peers(_: str = "") -> str:
     return _locomo_table(PEER_ROWS, ("recall@5", "context_recall", "tokens", "seconds"))
 
 
+def render_layered_local(_: str = "") -> str:
+    """`layered` with the real local model against the offline stand-in (bench/bench_layered_local.py)."""
+    data = load("layered_local")
+    lines = ["| LLM | seconds | probes | failed | LLM calls | cached | prompt tokens | completion tokens "
+             "| format errors | recall@5 [95% CI] | context_recall [95% CI] |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, label in (("local", f"`{data['model']}`"), ("offline", "offline stand-in")):
+        f = data[name]
+        cells = [f"{f['seconds']:,.0f}", f"{f['n_probes']}", f"{f['n_failed']}", f"{f['llm_calls']:,}",
+                 f"{f['llm_cached_calls']:,}", f"{f['llm_prompt_tokens']:,}", f"{f['llm_completion_tokens']:,}",
+                 f"{f['llm_format_errors']}"]
+        cells += [f"{f[m]['mean']:.3f} [{f[m]['ci'][0]:.3f}, {f[m]['ci'][1]:.3f}]" for m in ("recall@5", "context_recall")]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for metric, p in data["paired"].items():
+        verdict = ("the data cannot separate the two" if p["ci"][0] <= 0 <= p["ci"][1]
+                   else "the local model's memory is " + ("better" if p["diff"] > 0 else "worse"))
+        lines.append(f"- {metric}: local - offline {p['diff']:+.3f} (95% CI {p['ci'][0]:+.3f} to {p['ci'][1]:+.3f}, "
+                     f"p = {p['p_value']:.3g}, paired over {p['n_probes']} probes in {p['n_dialogues']} dialogues): "
+                     f"{verdict}.")
+    return "\n" + "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
-    "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers}
+    "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
+    "layered_local": render_layered_local}
 
 
 def render_block(name: str) -> str:

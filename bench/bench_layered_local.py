@@ -1,0 +1,121 @@
+"""`layered` end to end with a real model: the CLI run, against the offline stand-in, paired.
+
+    python bench/bench_layered_local.py                          # runs both, writes the record
+    python bench/bench_layered_local.py --local-run OUT.json     # reuse a finished local run
+
+Runs, as a user would, on the shipped dialogues (``datasets/``):
+
+    memlab eval datasets --strategy layered --set llm=local   --json --output local.parquet
+    memlab eval datasets --strategy layered --set llm=offline --json --output offline.parquet
+
+(every LLM step of the default layered memory -- extraction at every turn, overflow summaries
+-- by the bundled Gemma 3 270M through llama.cpp, then by the deterministic stand-in), and
+records in ``bench/results/layered_local.json``: each run's seconds, probes, failed probes
+(rows with ``error``), LLM calls (and how many the response cache answered), prompt and
+completion tokens, format errors (answers a step could not read; it kept going), then
+``recall@5`` and ``context_recall`` of each with 95% dialogue-clustered intervals and the
+paired difference (local - offline) with its interval and sign-flip p-value
+(``memlab.eval.compare``). ``--local-run`` takes the ``--json`` output of a local run made
+beforehand with ``--output`` beside it (same stem, ``.parquet``), so an hour-long CPU run is
+not repeated to record it. README.md's ``layered_local`` block is rendered from the record
+(``scripts/readme_results.py render``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import ROOT, machine
+
+METRICS = ("recall@5", "context_recall")
+
+
+def run_cli(llm: str, datasets: str, out: Path) -> dict[str, Any]:
+    """``memlab eval`` as a process; its JSON summary, with ``wall_s`` added."""
+    cmd = [sys.executable, "-m", "memlab", "eval", datasets, "--strategy", "layered", "--set", f"llm={llm}",
+           "--json", "--quiet", "--max-failures", "1000", "--output", str(out.with_suffix(".parquet"))]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_layered_local: {' '.join(cmd[2:])} exited {proc.returncode}: {proc.stderr[-500:]}")
+    summary = json.loads(proc.stdout)
+    summary["wall_s"] = time.perf_counter() - t0
+    out.write_text(json.dumps(summary))
+    return summary
+
+
+def figures(summary: dict[str, Any], rows: Any) -> dict[str, Any]:
+    """One model's record: counts from the rows, means and intervals from the summary."""
+    failed = rows["error"].notna() & (rows["error"].astype(str) != "")
+    return {
+        "seconds": float(summary.get("wall_s", summary["seconds"])),
+        "n_dialogues": int(summary["n_dialogues"]), "n_probes": int(summary["n_probes"]),
+        "n_failed": int(failed.sum()),
+        "llm_calls": int(rows["llm_calls"].sum()), "llm_cached_calls": int(rows["llm_cached_calls"].sum()),
+        "llm_prompt_tokens": int(rows["llm_prompt_tokens"].sum()),
+        "llm_completion_tokens": int(rows["llm_completion_tokens"].sum()),
+        "llm_format_errors": int(rows["llm_format_errors"].sum()),
+        **{m: {"mean": float(summary[m]), "ci": [float(x) for x in summary["ci"][m]]} for m in METRICS},
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", default="datasets", help="folder of native dataset files")
+    ap.add_argument("--local-run", default=None, help="--json output of a finished llm=local run "
+                                                      "(its --output rows beside it, same stem, .parquet)")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "layered_local.json"))
+    args = ap.parse_args()
+
+    import pandas as pd
+
+    from memlab.atomic import atomic_write_text
+    from memlab.eval.compare import compare
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.local_run:
+            local_json = Path(args.local_run)
+            local = json.loads(local_json.read_text())
+        else:
+            local_json = Path(tmp) / "local.json"
+            local = run_cli("local", args.datasets, local_json)
+        offline_json = Path(tmp) / "offline.json"
+        offline = run_cli("offline", args.datasets, offline_json)
+        local_rows = pd.read_parquet(local_json.with_suffix(".parquet"))
+        offline_rows = pd.read_parquet(offline_json.with_suffix(".parquet"))
+    if local["dataset_hash"] != offline["dataset_hash"]:
+        raise SystemExit(f"bench_layered_local: the local run was made on another dataset "
+                         f"({local['dataset_hash'][:12]} vs {offline['dataset_hash'][:12]})")
+    both = pd.concat([local_rows.assign(strategy="local"), offline_rows.assign(strategy="offline")],
+                     ignore_index=True)
+    paired = compare(both, "local", "offline", list(METRICS))
+    record = {
+        "bench": "layered_local", "machine": machine(), "datasets": args.datasets,
+        "dataset_hash": local["dataset_hash"],
+        "model": str(local_rows["param:llm__model"].iloc[0]) if "param:llm__model" in local_rows else "local",
+        "local": figures(local, local_rows), "offline": figures(offline, offline_rows),
+        "paired": {r["metric"]: {"diff": r["diff"], "ci": [r["ci_low"], r["ci_high"]], "p_value": r["p_value"],
+                                 "n_probes": int(r["n_probes"]), "n_dialogues": int(r["n_dialogues"])}
+                   for r in paired.to_dict("records")},
+    }
+    atomic_write_text(args.out, json.dumps(record, indent=1) + "\n")
+    for name in ("local", "offline"):
+        f = record[name]
+        print(f"{name:>8}: {f['seconds']:.0f} s, {f['n_probes']} probes ({f['n_failed']} failed), "
+              f"{f['llm_calls']} LLM calls ({f['llm_cached_calls']} cached), {f['llm_format_errors']} format errors, "
+              + ", ".join(f"{m} {f[m]['mean']:.3f} [{f[m]['ci'][0]:.3f}, {f[m]['ci'][1]:.3f}]" for m in METRICS))
+    for m, p in record["paired"].items():
+        print(f"{m}: local - offline {p['diff']:+.3f} [{p['ci'][0]:+.3f}, {p['ci'][1]:+.3f}], p = {p['p_value']:.3g}")
+    print(json.dumps(record))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -78,6 +78,7 @@ def main() -> int:
 
     from memlab.atomic import atomic_write_text
     from memlab.eval.compare import compare
+    from memlab.eval.results import load_results
 
     with tempfile.TemporaryDirectory() as tmp:
         if args.local_run:
@@ -88,8 +89,8 @@ def main() -> int:
             local = run_cli("local", args.datasets, local_json)
         offline_json = Path(tmp) / "offline.json"
         offline = run_cli("offline", args.datasets, offline_json)
-        local_rows = pd.read_parquet(local_json.with_suffix(".parquet"))
-        offline_rows = pd.read_parquet(offline_json.with_suffix(".parquet"))
+        local_rows = load_results(str(local_json.with_suffix(".parquet")))
+        offline_rows = load_results(str(offline_json.with_suffix(".parquet")))
     if local["dataset_hash"] != offline["dataset_hash"]:
         raise SystemExit(f"bench_layered_local: the local run was made on another dataset "
                          f"({local['dataset_hash'][:12]} vs {offline['dataset_hash'][:12]})")

@@ -186,10 +186,55 @@ def render_layered_local(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def _num(value: Any, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def render_local_llm_costs(_: str = "") -> str:
+    """What the local model cost in the recorded runs (bench/bench_answers.py, bench/bench_layered_local.py)."""
+    a, lay = load("answers_local"), load("layered_local")
+    m = a["machine"]
+    rows = a["table"]
+    per_answer = [r["seconds_per_answer"] for r in rows if r["seconds_per_answer"] is not None]
+    per_judged = [r["judge_seconds_per_answer"] for r in rows if r["judge_seconds_per_answer"] is not None]
+    local = lay["local"]
+    lines = [
+        f"- load: {a['load_seconds']:.1f} s (`{a['model']}` on {a['device']}, `mmap`);",
+        f"- answers (`python bench/bench_answers.py`, {a['answers']} answers, {m['cpus']} CPUs, load average "
+        f"{a['load_avg_1m_start']:.1f} at start and {a['load_avg_1m_end']:.1f} at end): "
+        f"{min(per_answer):.1f}-{max(per_answer):.1f} s per answer by slice and strategy (the prompt is the "
+        f"strategy's context), {min(per_judged):.1f}-{max(per_judged):.1f} s more to judge it with both prompts; "
+        f"{a['wall_seconds'] / 60:.0f} min for the whole study ({a['llm_calls']:,} calls, "
+        f"{a['prompt_tokens']:,} prompt and {a['completion_tokens']:,} completion tokens);",
+        f"- every LLM step of `layered` on the shipped dialogues (`memlab eval datasets --strategy layered "
+        f"--set llm=local`, recorded by `python bench/bench_layered_local.py`): {local['seconds'] / 60:.0f} min "
+        f"for {local['n_probes']} probes in {local['n_dialogues']} dialogues, {local['llm_calls']:,} LLM calls "
+        f"({local['llm_cached_calls']:,} of them answered by the response cache of an earlier run), "
+        f"{local['llm_format_errors']} format errors, {local['n_failed']} failed probes.",
+    ]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def render_local_llm_judges(_: str = "") -> str:
+    """The recorded answer study's judges: accuracy, unreadable replies, agreement."""
+    a = load("answers_local")
+    acc = {r["judge"]: r for r in a["judge_accuracy"]}
+    lines = ["| rater | accuracy | labelled | unreadable |", "|---|---:|---:|---:|"]
+    for name, r in acc.items():
+        lines.append(f"| {name} | {_num(r['accuracy'], '.3f')} | {r['n_labelled']} | {r['unreadable']} |")
+    lines += ["", "| pair | Cohen's kappa | share labelled alike | n |", "|---|---:|---:|---:|"]
+    for r in a["judge_pairs"]:
+        lines.append(f"| {r['a']} / {r['b']} | {_num(r['kappa'], '.3f')} | {_num(r['agreement'], '.3f')} | {r['n']} |")
+    lines += ["", f"Spread of accuracy across the two judge prompts: {a['judge_spread']:.3f} "
+                  f"({a['answers']} answers; kappa is n/a where a rater gave every answer the same label)."]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
-    "layered_local": render_layered_local}
+    "layered_local": render_layered_local,
+    "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges}
 
 
 def render_block(name: str) -> str:

@@ -36,6 +36,7 @@ from memlab.eval.answer_study import (
     answer_slices,
     answer_study,
     answered_rows,
+    loss_rater,
     study_agreement,
     study_configs,
     study_loss_split,
@@ -133,8 +134,12 @@ def run() -> int:
                          "seconds_per_answer": r["seconds_per_answer"],
                          "judge_seconds_per_answer": r["judge_seconds_per_answer"]} for r in recs]
 
-    split = study_loss_split(results)
-    print("\nloss split (shares of answered questions; lenient judge, else token F1 >= 0.5):")
+    rater = loss_rater(results)
+    split = study_loss_split(results, rater=rater)
+    figures["loss_rater"] = rater
+    print("\nloss split (shares of answered questions; rated by "
+          + ("the lenient judge, else token F1 >= 0.5):" if rater == "judge" else
+             "token F1 >= 0.5: the lenient judge gave every answer the same label):"))
     print(table(list(split.columns), split.values.tolist()))
     figures["loss_split"] = split.to_dict("records")
 

@@ -25,6 +25,9 @@ It returns the replay's tidy frame, one row per probe, with these columns added:
 
 ``study_table``, ``study_loss_split`` and ``study_agreement`` read that frame (answered rows
 only) into the tables that the notebook ``10_answers`` and ``bench/bench_answers.py`` print.
+``study_loss_split(results, rater=loss_rater(results))`` rates the answers by the judge only
+when its labels carry information (``judge_informative``: it gave both labels), else by token
+F1 >= 0.5: a small model that calls every answer CORRECT would put every answer in ``correct``.
 """
 
 from __future__ import annotations
@@ -183,10 +186,45 @@ def study_table(results: pd.DataFrame, metrics: Sequence[str] = STUDY_METRICS, c
     return _in_study_order(table.merge(seconds.reset_index(), on=["slice", "strategy"]), results)
 
 
-def study_loss_split(results: pd.DataFrame, threshold: float = 0.5) -> pd.DataFrame:
+#: Who says an answer is right for the loss split: the study's ``loss_judge`` (``judge_correct``,
+#: token F1 where the judge gave no label) or token F1 alone.
+RATERS = ("judge", "token_f1")
+
+
+def judge_informative(results: pd.DataFrame, judge: str | None = None) -> bool:
+    """True when ``judge`` (default: the study's ``loss_judge``) gave the answered rows both
+    labels. A judge that labels every answer alike (a small model saying CORRECT to all)
+    carries no information about them: its accuracy and a loss split read from it say
+    nothing about the answers."""
+    answers = answered_rows(results)
+    if judge is None:
+        judge = str(answers["loss_judge"].iloc[0]) if len(answers) else "lenient"
+    column = f"judge:{judge}"
+    if column not in answers.columns:
+        raise MemlabError(f"judge_informative: no column {column!r}; judges: "
+                          f"{[c[len('judge:'):] for c in answers.columns if str(c).startswith('judge:')]}")
+    return int(answers[column].dropna().nunique()) >= 2
+
+
+def loss_rater(results: pd.DataFrame) -> str:
+    """``"judge"`` when the study's loss judge is informative (``judge_informative``), else
+    ``"token_f1"``."""
+    return "judge" if judge_informative(results) else "token_f1"
+
+
+def rated_rows(results: pd.DataFrame, rater: str = "judge") -> pd.DataFrame:
+    """The answered rows as ``loss_split`` should read them: with ``rater="token_f1"`` the
+    judge's ``judge_correct`` is left out, so token F1 >= the threshold decides."""
+    if rater not in RATERS:
+        raise MemlabError(f"rater must be one of {', '.join(RATERS)}, got {rater!r}")
+    answers = answered_rows(results)
+    return answers.drop(columns=["judge_correct"], errors="ignore") if rater == "token_f1" else answers
+
+
+def study_loss_split(results: pd.DataFrame, threshold: float = 0.5, rater: str = "judge") -> pd.DataFrame:
     """``loss_split`` of the answered rows per slice x strategy (shares of correct / read /
-    retrieve / unreachable, and ``n_answered``)."""
-    return _in_study_order(loss_split(answered_rows(results), by=["slice", "strategy"], threshold=threshold),
+    retrieve / unreachable, and ``n_answered``), an answer rated by ``rater`` (``rated_rows``)."""
+    return _in_study_order(loss_split(rated_rows(results, rater), by=["slice", "strategy"], threshold=threshold),
                            results)
 
 
@@ -205,6 +243,6 @@ def study_agreement(results: pd.DataFrame, f1_threshold: float = 0.5) -> dict[st
             "per_strategy": per_strategy.reset_index()}
 
 
-__all__ = ["LME_CATEGORIES", "LME_SLICE", "LOCOMO_SLICE", "STUDY_METRICS", "STUDY_STRATEGIES", "answer_slices",
-           "answer_study", "answered_rows", "llm_identity", "study_agreement", "study_configs", "study_loss_split",
-           "study_table"]
+__all__ = ["LME_CATEGORIES", "LME_SLICE", "LOCOMO_SLICE", "RATERS", "STUDY_METRICS", "STUDY_STRATEGIES",
+           "answer_slices", "answer_study", "answered_rows", "judge_informative", "llm_identity", "loss_rater",
+           "rated_rows", "study_agreement", "study_configs", "study_loss_split", "study_table"]

@@ -18,7 +18,10 @@ from memlab.eval.answer_study import (
     answer_slices,
     answer_study,
     answered_rows,
+    judge_informative,
     llm_identity,
+    loss_rater,
+    rated_rows,
     study_agreement,
     study_loss_split,
     study_table,
@@ -147,3 +150,30 @@ def test_study_with_the_local_model():
     assert set(results["model"]) == {llm.model_id()} and set(results["device"]) == {"cpu"}
     assert llm.usage.calls == 2 * 3   # per question: the answer and one reply per judge prompt
     assert (results["seconds_per_answer"] > 0).all()
+
+
+def test_the_loss_split_reads_token_f1_when_the_judge_says_one_label_to_all(offline):
+    # the stand-in's judge never labels: no information
+    assert not judge_informative(offline) and loss_rater(offline) == "token_f1"
+    constant = offline.assign(**{"judge:lenient": 1.0, "judge_correct": 1.0})   # a small model's "CORRECT" to all
+    assert not judge_informative(constant) and loss_rater(constant) == "token_f1"
+    # rated by the constant judge, every answer is correct; by token F1, those under 0.5 are not
+    by_judge = study_loss_split(constant, rater="judge")
+    assert (by_judge["correct"] == 1.0).all()
+    by_f1 = study_loss_split(constant, rater="token_f1")
+    answers = answered_rows(constant)
+    scored = answers[answers["gold"].map(len) > 0]
+    for rec in by_f1.to_dict("records"):
+        group = scored[(scored["slice"] == rec["slice"]) & (scored["strategy"] == rec["strategy"])]
+        assert rec["correct"] == (group["answer_f1"] >= 0.5).mean()
+    assert "judge_correct" not in rated_rows(constant, "token_f1").columns
+    assert rated_rows(constant, "judge")["judge_correct"].eq(1.0).all()
+    # both labels given: the judge decides
+    mixed_labels = [float(i % 2) for i in range(len(offline))]
+    mixed = offline.assign(**{"judge:lenient": mixed_labels, "judge_correct": mixed_labels})
+    assert judge_informative(mixed) and loss_rater(mixed) == "judge"
+    assert not judge_informative(mixed, "strict")   # the strict labels are still all NaN
+    with pytest.raises(MemlabError, match=r"rater must be one of judge, token_f1, got 'f1'"):
+        rated_rows(offline, "f1")
+    with pytest.raises(MemlabError, match=r"judge_informative: no column 'judge:kind'; judges: \['lenient', 'strict'\]"):
+        judge_informative(offline, "kind")

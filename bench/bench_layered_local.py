@@ -79,6 +79,7 @@ def main() -> int:
     from memlab.atomic import atomic_write_text
     from memlab.eval.compare import compare
     from memlab.eval.results import load_results
+    from memlab.llm.local import LocalLLM
 
     with tempfile.TemporaryDirectory() as tmp:
         if args.local_run:
@@ -100,7 +101,7 @@ def main() -> int:
     record = {
         "bench": "layered_local", "machine": machine(), "datasets": args.datasets,
         "dataset_hash": local["dataset_hash"],
-        "model": str(local_rows["param:llm__model"].iloc[0]) if "param:llm__model" in local_rows else "local",
+        "model": LocalLLM().model_id(),  # llm=local: the bundled model (the file's name, size and chat format)
         "local": figures(local, local_rows), "offline": figures(offline, offline_rows),
         "paired": {r["metric"]: {"diff": r["diff"], "ci": [r["ci_low"], r["ci_high"]], "p_value": r["p_value"],
                                  "n_probes": int(r["n_probes"]), "n_dialogues": int(r["n_dialogues"])}

@@ -169,7 +169,7 @@ def render_layered_local(_: str = "") -> str:
     lines = ["| LLM | seconds | probes | failed | LLM calls | cached | prompt tokens | completion tokens "
              "| format errors | recall@5 [95% CI] | context_recall [95% CI] |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, label in (("local", f"`{data['model']}`"), ("offline", "offline stand-in")):
+    for name, label in (("local", f"`{data['model'].split(':')[0]}` (llama.cpp)"), ("offline", "offline stand-in")):
         f = data[name]
         cells = [f"{f['seconds']:,.0f}", f"{f['n_probes']}", f"{f['n_failed']}", f"{f['llm_calls']:,}",
                  f"{f['llm_cached_calls']:,}", f"{f['llm_prompt_tokens']:,}", f"{f['llm_completion_tokens']:,}",

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("memlab.memories",),
     ("memlab.strategies", "memlab.adapters"),
     ("memlab.eval",),
-    ("memlab.cli", "memlab.testing"),
+    ("memlab.cli", "memlab.__main__", "memlab.testing"),  # __main__: `python -m memlab`, the command
 ]
 
 

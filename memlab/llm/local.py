@@ -55,9 +55,9 @@ from pathlib import Path
 from typing import Any
 
 from ..base import ConfigError, Param
-from .base import LLM, SCHEMA_PARAM, Completion, LLMError, Message
+from .base import SCHEMA_PARAM, Completion, LLMError, Message
 from .cache import ResponseCache
-from .openai_chat import RetryEvent
+from .retries import RetryEvent, RetryingLLM
 
 #: Chat formats registered with llama.cpp by this module: Gemma turns with the system messages
 #: folded in (for Gemma *instruction-tuned* models), and a plain transcript (for base models).
@@ -216,7 +216,7 @@ def _check_model_path(path: Any) -> bool:
     return isinstance(path, str) and os.path.isfile(path) and _is_gguf(path)
 
 
-class LocalLLM(LLM):
+class LocalLLM(RetryingLLM):
     """A GGUF chat model in this process through llama.cpp (see the module docstring).
 
     ``model_path``: a GGUF file; None: ``$MEMLAB_LOCAL_MODEL`` when set, else the bundled
@@ -302,15 +302,6 @@ class LocalLLM(LLM):
     def load_seconds(self) -> float | None:
         """Seconds the model took to load (None until the first call)."""
         return self._load_seconds
-
-    @property
-    def retries(self) -> list[RetryEvent]:
-        """Every failed attempt so far (cleared by ``reset_usage``)."""
-        return list(self._retries)
-
-    def reset_usage(self) -> None:
-        super().reset_usage()
-        self._retries = []
 
     # -- the model -------------------------------------------------------------------
     def load(self) -> Any:

@@ -33,13 +33,13 @@ import os
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from typing import Any
 
 from ..base import ConfigError, MemlabError, Param
 from ..secrets import Secret, as_secret, reveal
-from .base import LLM, SCHEMA_PARAM, Completion, LLMError, Message
+from .base import SCHEMA_PARAM, Completion, LLMError, Message
 from .cache import ResponseCache
+from .retries import RetryEvent, RetryingLLM
 
 #: Longest wait memlab accepts from a Retry-After header, in seconds.
 MAX_RETRY_AFTER = 120.0
@@ -48,18 +48,7 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 STRUCTURED_FORMS = ("off", "json_schema", "json_object")
 
 
-@dataclass(frozen=True)
-class RetryEvent:
-    """One failed attempt that was (or, for the last one, would have been) retried."""
-
-    attempt: int          # 1-based attempt number that failed
-    reason: str           # "status 429", "timeout", "connection error"
-    status: int | None
-    url: str
-    wait: float           # seconds slept before the next attempt (0 after the last)
-
-
-class OpenAIChat(LLM):
+class OpenAIChat(RetryingLLM):
     """Chat completions through the official ``openai`` client.
 
     ``model``, ``base_url`` and ``api_key`` default to the environment variables
@@ -166,15 +155,6 @@ class OpenAIChat(LLM):
         if schema is not None:
             out["response_format"] = response_format(schema, self.structured_output)
         return out
-
-    @property
-    def retries(self) -> list[RetryEvent]:
-        """Every failed attempt so far (cleared by ``reset_usage``)."""
-        return list(self._retries)
-
-    def reset_usage(self) -> None:
-        super().reset_usage()
-        self._retries = []
 
     # -- calls -----------------------------------------------------------------------
     def _complete(self, messages: list[Message], **params: Any) -> Completion:

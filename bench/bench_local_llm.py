@@ -56,6 +56,10 @@ class Timed(LLM):
         self.llm = llm
         self.label = label
 
+    def accepts_schema(self) -> bool:
+        # the wrapped client's structured output, so the steps send it their JSON schemas
+        return self.llm.accepts_schema()
+
     def _complete(self, messages: list[dict[str, Any]], **params: Any) -> Completion:
         start = time.perf_counter()
         c = self.llm.complete(messages, **params)

@@ -192,3 +192,10 @@ def recurring_terms(texts: list[str], min_support: int, max_share: float = 0.5,
 def recurring_topic(word: str, n: int, first_day: str, last_day: str) -> str:
     """How a lexical pattern is written: ``Recurring topic '<word>': <n> memories from <first> to <last>.``"""
     return f"Recurring topic '{word}': {n} memories from {first_day} to {last_day}."
+
+
+def json_problem(exc: Any) -> str:
+    """A ``json.JSONDecodeError``'s message without the trailing " at" some of them end with
+    ("Invalid control character at"), so that a caller's own " at <where>" reads once."""
+    msg = str(getattr(exc, "msg", exc))
+    return msg[:-3] if msg.endswith(" at") else msg

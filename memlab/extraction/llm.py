@@ -10,6 +10,7 @@ from ..base import MemlabError, Param
 from ..llm.base import LLM, LLMError, LLMProgram, UsesLLM
 from ..llm.prompts import EXTRACTION_SCHEMA, extract_prompt, extract_schema, strip_fences
 from ..records import MemoryRecord
+from ..text import json_problem
 from .base import ExtractedMemory, Extractor
 
 
@@ -21,7 +22,7 @@ def parse_extraction(text: str, default_source_ids: list[str]) -> list[Extracted
     try:
         data = json.loads(strip_fences(text))
     except json.JSONDecodeError as exc:
-        raise MemlabError(f"extraction answer is not JSON ({exc.msg} at char {exc.pos}): {text[:200]!r}") from None
+        raise MemlabError(f"extraction answer is not JSON ({json_problem(exc)} at char {exc.pos}): {text[:200]!r}") from None
     if isinstance(data, dict):
         if "memories" not in data:
             raise MemlabError(f"extraction answer must have a 'memories' list, got keys {sorted(data)}")

@@ -388,8 +388,12 @@ class LocalLLM(RetryingLLM):
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
         request = self._request_params(params)
         model = self.model_id()
+        # a constrained answer depends on the grammar memlab builds from the schema, not on the
+        # schema alone: its cache key names the grammar rules, so answers cached under older
+        # rules are not served again
+        keyed = {**request, "grammar_rules": GRAMMAR_RULES} if "response_format" in request else request
         if self.cache is not None:
-            hit = self.cache.get(model, messages, request)
+            hit = self.cache.get(model, messages, keyed)
             if hit is not None:
                 return hit
         attempts = self.max_retries + 1
@@ -411,7 +415,7 @@ class LocalLLM(RetryingLLM):
                     continue
             completion = _completion(out, model)
             if self.cache is not None:
-                self.cache.put(model, messages, request, completion)
+                self.cache.put(model, messages, keyed, completion)
             return completion
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -422,6 +426,30 @@ class LocalLLM(RetryingLLM):
         if entry is not None:
             with entry[1]:
                 entry[0].close()
+
+
+#: llama-cpp-python's converter lets a JSON string hold any character but '"' and '\\', so a
+#: model could write a raw newline inside one (measured: the bundled model did, in extraction
+#: answers), which no JSON parser reads. JSON strings exclude U+0000-U+001F (RFC 8259) and
+#: llama.cpp's own converter also U+007F: the same rule here.
+#: Named in the cache key of every constrained request (``LocalLLM._complete``); change it when
+#: the grammar built from a schema changes.
+GRAMMAR_RULES = "llama-cpp-python converter, property order kept, strict JSON strings"
+_LOOSE_CHAR = 'char ::= [^"\\\\] |'
+_STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+
+
+def strict_json_strings(gbnf: str) -> str:
+    """``gbnf`` (from llama-cpp-python's ``json_schema_to_gbnf``) with its string characters
+    limited to those a JSON string may hold unescaped (ConfigError if its rule is not found)."""
+    if _STRICT_CHAR in gbnf:
+        return gbnf
+    if _LOOSE_CHAR not in gbnf:
+        if "char ::=" not in gbnf:
+            return gbnf  # no string in the schema: nothing to tighten
+        raise ConfigError("LocalLLM: llama-cpp-python's JSON grammar has an unknown string rule; "
+                          "expected " + repr(_LOOSE_CHAR))
+    return gbnf.replace(_LOOSE_CHAR, _STRICT_CHAR)
 
 
 def schema_grammar(schema: dict[str, Any]) -> Any:
@@ -437,7 +465,8 @@ def schema_grammar(schema: dict[str, Any]) -> Any:
     except ImportError:
         raise ConfigError(f"LocalLLM needs llama-cpp-python: {_INSTALL_HINT}") from None
     try:  # properties in the schema's own order (the converter sorts them by name otherwise)
-        grammar = LlamaGrammar.from_string(json_schema_to_gbnf(key, prop_order=_property_order(schema)), verbose=False)
+        gbnf = strict_json_strings(json_schema_to_gbnf(key, prop_order=_property_order(schema)))
+        grammar = LlamaGrammar.from_string(gbnf, verbose=False)
     except Exception as exc:  # the converter raises assertions, KeyErrors, ValueErrors...
         name = schema.get("title") or "(untitled)"
         raise ConfigError(f"LocalLLM parameter 'schema': llama.cpp cannot turn the JSON schema {name!r} into a "

@@ -102,6 +102,8 @@ NATIVE_ERRORS = [
     ("native_deep_metadata", native(nested_meta(MAX_DEPTH + 5)), [],
      f"JSON nested deeper than {MAX_DEPTH} levels at ['dialogues'][0]['sessions'][0]['turns'][0]['metadata']"),
     ("native_syntax", raw(b'{"dialogues": [}'), [], "not valid JSON: Expecting value at line 1, column 16"),
+    ("native_control_character", raw(b'{"dialogues": "a\nb"}'), [],
+     "not valid JSON: Invalid control character at line 1, column 17"),
     ("native_empty_file", raw(b""), [], "not valid JSON: Expecting value at line 1, column 1"),
     ("native_syntax_line_3", raw(b'{"name": "x",\n "dialogues": [\n  }'), [],
      "not valid JSON: Expecting value at line 3, column 3"),

@@ -139,3 +139,36 @@ def test_pickles_without_the_model(llm):
     copy = pickle.loads(pickle.dumps(llm))
     assert copy.load_seconds is None and copy.get_params() == llm.get_params()
     assert copy.usage == llm.usage
+
+
+def test_a_constrained_extraction_answer_is_json_the_step_reads():
+    # the turn on which the bundled model wrote a raw newline inside a JSON string before the
+    # grammar's strings were made strict (a format error in every extraction of it)
+    from memlab.eval.replay import load_any
+    from memlab.extraction.llm import parse_extraction
+    from memlab.llm.prompts import extract_prompt, extract_schema
+
+    dialogue = load_any("datasets/travel_advisor.json").dialogues[0]
+    turn = [t.to_record(dialogue.id) for t in dialogue.turns()][2]
+    assert turn.content == "Somewhere warm by the sea. I'm tired of the cold here in Beijing."
+    model = LocalLLM(max_tokens=96)
+    try:
+        answer = model.complete(extract_prompt([turn]), schema=extract_schema(list(turn.source_ids))).text
+    finally:
+        model.close()
+    assert not any(ord(c) < 0x20 for c in answer), repr(answer)
+    assert [m.source_ids for m in parse_extraction(answer, list(turn.source_ids))] == [list(turn.source_ids)]
+
+
+def test_constrained_answers_are_cached_under_the_grammar_rules(monkeypatch):
+    import memlab.llm.local as local
+    from memlab.llm.prompts import JUDGE_SCHEMA
+
+    cache = ResponseCache()
+    model = LocalLLM(n_ctx=1024, max_tokens=8, cache=cache)
+    first = model.complete(ASK, schema=JUDGE_SCHEMA)
+    assert model.complete(ASK, schema=JUDGE_SCHEMA).cached
+    monkeypatch.setattr(local, "GRAMMAR_RULES", "other rules")   # answers made under older rules are not served
+    third = model.complete(ASK, schema=JUDGE_SCHEMA)
+    model.close()
+    assert not third.cached and third.text == first.text and len(cache) == 2

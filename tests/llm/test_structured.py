@@ -14,7 +14,7 @@ from memlab.capabilities import Capabilities, capabilities_of
 from memlab.llm import LLMError, OfflineLLM, OpenAIChat, ResponseCache
 from memlab.llm.base import UsesLLM, for_client
 from memlab.llm.cache import cache_key
-from memlab.llm.local import LocalLLM, schema_grammar
+from memlab.llm.local import LocalLLM, schema_grammar, strict_json_strings
 from memlab.llm.loopback import LoopbackServer, OfflineChat
 from memlab.llm.openai_chat import response_format
 from memlab.llm.prompts import (
@@ -213,3 +213,17 @@ def test_cache_keys_tell_constrained_from_unconstrained(server):
     assert len(cache) == 2
     assert on.complete(ASK, schema=JUDGE_SCHEMA).cached and off.complete(ASK).cached
     assert len(cache) == 2
+
+
+def test_grammar_strings_hold_only_what_json_strings_may():
+    # llama-cpp-python's converter lets a string hold raw control characters; the bundled model wrote
+    # a newline inside one (an extraction answer no JSON parser reads): the grammar now forbids them
+    for schema in (extract_schema(["t1"]), abstract_schema(6, 3, 3)):   # (the judge's label is an enum: no string)
+        gbnf = schema_grammar(schema)._grammar
+        assert 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |' in gbnf and 'char ::= [^"\\\\] |' not in gbnf
+    loose = 'char ::= [^"\\\\] | "\\\\" (["\\\\/bfnrt])\nroot ::= string\n'
+    strict = strict_json_strings(loose)
+    assert strict.startswith('char ::= [^"\\\\\\x7F\\x00-\\x1F] |') and strict_json_strings(strict) == strict
+    assert strict_json_strings('root ::= "1" | "2"\n') == 'root ::= "1" | "2"\n'   # no string: unchanged
+    with pytest.raises(ConfigError, match=r"unknown string rule"):
+        strict_json_strings('char ::= [^"] | "x"\n')

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ...text import json_problem
 from ..dataset import ROLES, DatasetError, Dialogue, format_time
 
 #: Errors listed in one DatasetError message at most (the rest are counted).
@@ -77,7 +78,7 @@ def read_json(path: str) -> Any:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise DatasetError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+        raise DatasetError(f"{path}: not valid JSON: {json_problem(e)} at line {e.lineno}, column {e.colno}") from None
     except RecursionError:
         raise DatasetError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels") from None
     where = _too_deep(doc)
@@ -203,7 +204,7 @@ def iter_json_array(path: str, chunk: int = STREAM_CHUNK) -> Iterator[Any]:
                     break
                 except json.JSONDecodeError as e:
                     if not fill(size):  # the whole rest of the file is in buf: a real error
-                        raise DatasetError(f"{path}: not valid JSON: {e.msg} at {where(e.pos)}") from None
+                        raise DatasetError(f"{path}: not valid JSON: {json_problem(e)} at {where(e.pos)}") from None
                     size *= 2
                 except RecursionError:
                     raise DatasetError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels") from None

@@ -35,6 +35,8 @@ from typing import Any
 from _common import ROOT, machine
 
 METRICS = ("recall@5", "context_recall")
+#: integer columns of a ``memlab.eval.compare`` row
+INTS = ("n_probes", "n_dialogues", "wins", "ties", "losses")
 
 
 def run_cli(llm: str, datasets: str, out: Path) -> dict[str, Any]:
@@ -78,6 +80,7 @@ def main() -> int:
 
     from memlab.atomic import atomic_write_text
     from memlab.eval.compare import compare
+    from memlab.eval.headline import phrase_comparison
     from memlab.eval.results import load_results
     from memlab.llm.local import LocalLLM
 
@@ -103,9 +106,9 @@ def main() -> int:
         "dataset_hash": local["dataset_hash"],
         "model": LocalLLM().model_id(),  # llm=local: the bundled model (the file's name, size and chat format)
         "local": figures(local, local_rows), "offline": figures(offline, offline_rows),
-        "paired": {r["metric"]: {"diff": r["diff"], "ci": [r["ci_low"], r["ci_high"]], "p_value": r["p_value"],
-                                 "n_probes": int(r["n_probes"]), "n_dialogues": int(r["n_dialogues"])}
-                   for r in paired.to_dict("records")},
+        # each row as memlab.eval.compare gives it (README phrases it with headline.phrase_comparison)
+        "paired": [{k: (v if isinstance(v, str) else int(v) if k in INTS else float(v)) for k, v in r.items()}
+                   for r in paired.to_dict("records")],
     }
     atomic_write_text(args.out, json.dumps(record, indent=1) + "\n")
     for name in ("local", "offline"):
@@ -113,8 +116,8 @@ def main() -> int:
         print(f"{name:>8}: {f['seconds']:.0f} s, {f['n_probes']} probes ({f['n_failed']} failed), "
               f"{f['llm_calls']} LLM calls ({f['llm_cached_calls']} cached), {f['llm_format_errors']} format errors, "
               + ", ".join(f"{m} {f[m]['mean']:.3f} [{f[m]['ci'][0]:.3f}, {f[m]['ci'][1]:.3f}]" for m in METRICS))
-    for m, p in record["paired"].items():
-        print(f"{m}: local - offline {p['diff']:+.3f} [{p['ci'][0]:+.3f}, {p['ci'][1]:+.3f}], p = {p['p_value']:.3g}")
+    for p in record["paired"]:
+        print(phrase_comparison(p))
     print(json.dumps(record))
     return 0
 

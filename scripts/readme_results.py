@@ -165,6 +165,8 @@ def render_locomo_peers(_: str = "") -> str:
 
 def render_layered_local(_: str = "") -> str:
     """`layered` with the real local model against the offline stand-in (bench/bench_layered_local.py)."""
+    from memlab.eval.headline import phrase_comparison
+
     data = load("layered_local")
     lines = ["| LLM | seconds | probes | failed | LLM calls | cached | prompt tokens | completion tokens "
              "| format errors | recall@5 [95% CI] | context_recall [95% CI] |",
@@ -177,12 +179,7 @@ def render_layered_local(_: str = "") -> str:
         cells += [f"{f[m]['mean']:.3f} [{f[m]['ci'][0]:.3f}, {f[m]['ci'][1]:.3f}]" for m in ("recall@5", "context_recall")]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
-    for metric, p in data["paired"].items():
-        verdict = ("the data cannot separate the two" if p["ci"][0] <= 0 <= p["ci"][1]
-                   else "the local model's memory is " + ("better" if p["diff"] > 0 else "worse"))
-        lines.append(f"- {metric}: local - offline {p['diff']:+.3f} (95% CI {p['ci'][0]:+.3f} to {p['ci'][1]:+.3f}, "
-                     f"p = {p['p_value']:.3g}, paired over {p['n_probes']} probes in {p['n_dialogues']} dialogues): "
-                     f"{verdict}.")
+    lines += [f"- {phrase_comparison(p)}." for p in data["paired"]]
     return "\n" + "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,6 @@
 """Configuration and provenance columns of a replay's table: the strategy's class, every
 parameter (``param:<name>`` columns, deep), the dataset name and hash, and provenance
-(memlab version, git commit; ``memlab.eval.results.provenance``)."""
+(memlab version, git commit; ``memlab.eval.provenance.run_provenance``)."""
 
 from __future__ import annotations
 
@@ -43,14 +43,14 @@ def flat_params(component: Component) -> dict[str, Any]:
 
 def add_configuration(frame: pd.DataFrame, strategy: Strategy, dataset: Dataset,
                       provenance: dict[str, Any] | None = None) -> pd.DataFrame:
-    from .results import provenance as current_provenance
+    from .provenance import run_provenance
 
     extra: dict[str, Any] = {"strategy_class": type(strategy).__name__}
     extra.update({PARAM_PREFIX + k: v for k, v in flat_params(strategy).items()})
     extra["dataset"] = dataset.name
     extra["dataset_hash"] = dataset.hash
-    prov = provenance if provenance is not None else current_provenance()
-    extra["memlab_version"] = prov.get("memlab_version")
+    prov = provenance if provenance is not None else run_provenance()
+    extra["memlab_version"] = (prov.get("packages") or {}).get("memlab")
     extra["git_commit"] = prov.get("git_commit")
     columns = {k: [v] * len(frame) for k, v in extra.items()}
     return pd.concat([frame, pd.DataFrame(columns, index=frame.index)], axis=1)

@@ -3,12 +3,15 @@
 A recorded figure is only worth what can be said about the run that made it. Every results
 file (a sweep's ``provenance.json``, each run in ``bench/results/*.json``) carries this block:
 
+- ``status``: "complete" for a record made by ``run_provenance``; "partial" for one kept from
+  a run made before provenance was recorded (what is known, None elsewhere);
 - ``git_commit`` and ``git_dirty``: HEAD of the checkout memlab was imported from (or of
   ``repo``), and whether it had uncommitted changes or untracked files (None when unknown;
   the commit is "unknown" outside a repository);
-- ``command``: the command line as run (``sys.argv`` unless given), the script's path made
-  relative to the checkout and an installed entry point reduced to its name (``memlab``), so
-  the record names what to type and no machine's folders;
+- ``command``: the command line as run (``sys.orig_argv`` unless given), paths inside the
+  checkout made relative to it, the interpreter and an installed entry point reduced to their
+  names (``python bench/bench_locomo.py ...``, ``memlab sweep ...``), so the record names
+  what to type and no machine's folders;
 - ``date``: when the record was made, UTC, ISO 8601 (``2026-12-04T10:11:12Z``);
 - ``machine``: ``cpu`` (the model name from /proc/cpuinfo, else ``platform.processor()``,
   else None), ``cores`` (``os.cpu_count()``), ``gpu`` (the names ``nvidia-smi`` lists, else
@@ -45,7 +48,7 @@ PACKAGES = ("memlab", "numpy", "pandas", "rank-bm25", "chromadb", "torch", "sent
             "llama-cpp-python")
 
 #: The keys of a provenance record, in order.
-KEYS = ("git_commit", "git_dirty", "command", "date", "machine", "packages", "data", "user_modules")
+KEYS = ("status", "git_commit", "git_dirty", "command", "date", "machine", "packages", "data", "user_modules")
 
 _CHECKOUT = Path(__file__).resolve().parents[2]  # memlab/eval/provenance.py -> checkout (or site-packages)
 
@@ -156,18 +159,25 @@ def data_hashes(data: Iterable[str | os.PathLike], root: str | os.PathLike | Non
 
 
 def command_line(argv: Iterable[str] | None = None, root: str | os.PathLike | None = None) -> list[str]:
-    """``argv`` (default ``sys.argv``) as it can be typed again: an argument that is a path
-    inside the checkout is made relative to it, and a program outside it (an installed entry
-    point, ``.venv/bin/memlab``) is reduced to its name."""
+    """``argv`` (default: the interpreter's own command line, ``sys.orig_argv``, so that
+    ``python -m memlab.cli sweep ...`` is recorded as such and not as a module's file) as it
+    can be typed again: an argument that is a path inside the checkout is made relative to it;
+    the interpreter and an installed entry point beside it (``.venv/bin/memlab``) are reduced
+    to their names, the interpreter dropped before such an entry point (``memlab sweep ...``)."""
     base = _root(root)
-    args = [str(a) for a in (sys.argv if argv is None else argv)]
+    if argv is None:
+        argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
+    args = [str(a) for a in argv]
+    bin_dir = os.path.dirname(os.path.abspath(sys.executable))
+    if len(args) > 1 and os.path.isabs(args[1]) and os.path.dirname(args[1]) == bin_dir:
+        args = args[1:]  # python /venv/bin/memlab ... is what the entry point `memlab ...` runs
     out = []
     for n, arg in enumerate(args):
         if os.path.isabs(arg):
             rel = _relative(arg, base)
             if not rel.startswith("../") and not os.path.isabs(rel):
                 arg = rel
-            elif n == 0:
+            elif n == 0 or os.path.dirname(arg) == bin_dir:
                 arg = os.path.basename(arg)
         out.append(arg)
     return out
@@ -181,11 +191,13 @@ def run_provenance(command: Iterable[str] | None = None, data: Iterable[str | os
                    repo: str | os.PathLike | None = None,
                    user_modules: Iterable[str | os.PathLike] = ()) -> dict[str, Any]:
     """The provenance record of this run (module docstring): git state of ``repo`` (default:
-    the checkout memlab was imported from), ``command`` (default ``sys.argv``), UTC date,
-    machine, package versions, the sha256 of every file in ``data`` and of every user module."""
+    the checkout memlab was imported from), ``command`` (default: this process's), UTC date,
+    machine, package versions, the sha256 of every file in ``data`` and of every user module.
+    ``status`` is "complete": a record kept from before provenance existed says "partial"
+    and holds None where a value is not known."""
     commit, dirty = git_state(repo)
     modules = {os.path.abspath(m): file_sha256(m) for m in user_modules}
-    return {"git_commit": commit, "git_dirty": dirty, "command": command_line(command, repo), "date": utc_now(),
+    return {"status": "complete", "git_commit": commit, "git_dirty": dirty, "command": command_line(command, repo), "date": utc_now(),
             "machine": dict(machine()), "packages": dict(packages()), "data": data_hashes(data, repo),
             "user_modules": modules}
 

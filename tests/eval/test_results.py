@@ -136,6 +136,13 @@ def test_provenance_names_the_command_date_machine_and_data(tmp_path):
         run_provenance([], data=[tmp_path / "missing.json"], repo=tmp_path)
     # an absolute argument outside the checkout is kept as typed (only the program is shortened)
     assert command_line(["x", str(tmp_path.parent / "shared" / "f.json")], root=tmp_path)[1].startswith("/")
+    # an entry point beside the interpreter is recorded as its name, without the interpreter
+    import sys
+    entry = os.path.join(os.path.dirname(sys.executable), "memlab")
+    assert command_line([sys.executable, entry, "sweep", str(tmp_path / "x.toml")], root=tmp_path) == [
+        "memlab", "sweep", "x.toml"]
+    # by default: this very process, as the interpreter was asked to run it
+    assert command_line()[0] == os.path.basename(sys.executable)
     assert run_provenance([], data=[data / "a.json"], repo=data / "sub")["data"] == {
         "../a.json": hashlib.sha256(b"[1]").hexdigest()}
 

@@ -109,7 +109,8 @@ def test_every_registered_strategy_is_in_the_result_tables():
                                       text=True, check=True).stdout)
     builtins = json.loads((REPO / "bench" / "results" / "compare_builtins.json").read_text())
     locomo = json.loads((REPO / "bench" / "results" / "locomo.json").read_text())
-    shown = {s["strategy"] for s in builtins["strategies"]} | {label.split("[")[0] for label in locomo["figures"]}
+    locomo_labels = {label for run in locomo["runs"] for label in run["figures"]}
+    shown = {s["strategy"] for s in builtins["strategies"]} | {label.split("[")[0] for label in locomo_labels}
     missing = sorted(set(names) - shown)
     assert not missing, (f"registered strategies missing from the README result tables: {missing}; add them to "
                          f"experiments/compare_builtins.toml or bench/bench_locomo.py and record the results")

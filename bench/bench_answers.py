@@ -15,6 +15,11 @@ figure, also written (atomically) to ``--out``.
     python bench/bench_answers.py                                   # the notebook's slice, CPU
     python bench/bench_answers.py --locomo-questions 2 --lme-questions 2 --strategies oracle,bm25_plus
     python bench/bench_answers.py --model big.gguf --n-gpu-layers -1   # a GPU build, a larger GGUF
+
+The record carries the run's ``provenance`` (``memlab.eval.provenance.run_provenance``, with
+the sha256 of the LoCoMo and LongMemEval files read) and each table row's ``config_hash``
+(``config_hash``: the strategy as the study configures it, the slice's file and selection,
+the model and the answer settings).
 """
 
 from __future__ import annotations
@@ -65,6 +70,32 @@ def _ci(rec: dict[str, Any], m: str) -> str:
     return f"{mean:.3f} [{lo:.2f}, {hi:.2f}]"
 
 
+#: What the study replays with (``answer_study``'s defaults, which run() does not change).
+PROTOCOL = {"ks": [1, 5], "k_max": 5, "budget": 4096}
+
+
+def slice_files() -> dict[str, Any]:
+    """The file each slice of ``answer_slices`` is read from (None: not on this machine)."""
+    from memlab.eval.answer_study import LME_SLICE, LOCOMO_SLICE
+    from memlab.eval.paths import LONGMEMEVAL_ORACLE, locomo_path, longmemeval_path
+
+    return {LOCOMO_SLICE: locomo_path(), LME_SLICE: longmemeval_path(LONGMEMEVAL_ORACLE)}
+
+
+def config_hash(strategy: str, slice_name: str, record: dict[str, Any], data_sha256: str) -> str:
+    """configuration_hash of one table row: the strategy as ``study_configs`` builds it from
+    the record's settings, the slice's file, and the slice (its dataset hash: which dialogues
+    and questions), model and answer settings as the protocol."""
+    from memlab import strategies
+    from memlab.eval.configuration import configuration_hash
+
+    params = study_configs(record["embedder"], record["full_context_tokens"], record["layered_tokens"])[strategy]
+    protocol = {**PROTOCOL, "slice": slice_name, "slice_dataset_hash": record["slices"][slice_name]["dataset_hash"],
+                "model": record["model"], "n_ctx": record["n_ctx"], "n_gpu_layers": record["n_gpu_layers"],
+                "answer_tokens": record["answer_tokens"]}
+    return configuration_hash(strategies.get(strategy, **params), [data_sha256], protocol)
+
+
 def main() -> int:
     try:
         return run()
@@ -97,6 +128,14 @@ def run() -> int:
               file=sys.stderr)
         return 2
 
+    from memlab.eval.provenance import run_provenance
+
+    from memlab.eval.answer_study import LME_SLICE, LOCOMO_SLICE
+
+    asked = {LOCOMO_SLICE: bool(args.locomo_conversations and args.locomo_questions), LME_SLICE: bool(args.lme_questions)}
+    files = {name: f for name, f in slice_files().items() if asked[name] and f is not None}
+    wanted = list(files.values())
+    provenance = run_provenance(data=wanted)  # before the run: the files answer_slices reads
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     llm = LocalLLM(model_path=args.model, n_threads=args.n_threads, n_gpu_layers=args.n_gpu_layers, n_ctx=args.n_ctx)
@@ -129,10 +168,15 @@ def run() -> int:
     print(table(["slice", "strategy", "n", *shown, "s/answer", "s/judged"],
                 [[r["slice"], r["strategy"], int(r["n_scored"]), *(_ci(r, m) for m in shown),
                   r["seconds_per_answer"], r["judge_seconds_per_answer"]] for r in recs]))
+    from memlab.eval.provenance import file_sha256
+
+    sha = {name: file_sha256(f) for name, f in files.items() if f is not None}
     figures["table"] = [{"slice": r["slice"], "strategy": r["strategy"], "n": int(r["n_scored"]),
                          **{m: [r[m], r[f"{m}_ci_low"], r[f"{m}_ci_high"]] for m in STUDY_METRICS},
                          "seconds_per_answer": r["seconds_per_answer"],
-                         "judge_seconds_per_answer": r["judge_seconds_per_answer"]} for r in recs]
+                         "judge_seconds_per_answer": r["judge_seconds_per_answer"],
+                         "config_hash": config_hash(r["strategy"], r["slice"], figures, sha[r["slice"]])}
+                        for r in recs]
 
     rater = loss_rater(results)
     split = study_loss_split(results, rater=rater)
@@ -160,6 +204,7 @@ def run() -> int:
     figures["wall_seconds"] = time.perf_counter() - started
     figures["load_avg_1m_start"], figures["load_avg_1m_end"] = load_start, os.getloadavg()[0]
     figures["machine"] = machine()
+    figures["provenance"] = provenance
     print(f"\n{figures['answers']} answers on {figures['device']} in {figures['wall_seconds']:.0f} s wall; "
           f"load average (1 min) {load_start:.2f} at start, {figures['load_avg_1m_end']:.2f} at end "
           f"({figures['machine']['cpus']} CPUs)")

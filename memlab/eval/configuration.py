@@ -19,6 +19,9 @@ from ..strategy import Strategy
 from .dataset import Dataset
 
 PARAM_PREFIX = "param:"
+#: Caches that hand back what their inner part computes wherever they are kept: their ``path``
+#: is no configuration (and names a home folder that differs between machines).
+CACHE_CLASSES = frozenset({"CachedEmbedder", "ResponseCache"})
 
 
 def strategy_label(strategy: Strategy) -> str:
@@ -90,10 +93,10 @@ def configuration_hash(configuration: Strategy | Mapping[str, Any], data: Iterab
     A changed default parameter, another dataset file or other ks give another hash, so a test
     comparing it with the recorded one forces a deliberate re-record. Left out: parameters that
     are missing (None / NaN: a results table cannot tell them apart) and the ``path`` of a
-    ``CachedEmbedder``, which returns its inner embedder's vectors bit for bit wherever it is
-    kept (and names a home folder that differs between machines)."""
+    cache (``CACHE_CLASSES``: an embedding cache returns its embedder's vectors bit for bit,
+    a response cache the model's answers, wherever it is kept)."""
     flat = strategy_configuration(configuration) if isinstance(configuration, Strategy) else dict(configuration)
-    caches = {k for k, v in flat.items() if v == "CachedEmbedder"}
+    caches = {k for k, v in flat.items() if isinstance(v, str) and v in CACHE_CLASSES}
     params = {k: _canonical(v) for k, v in flat.items()
               if not _missing(v) and not (k.endswith("__path") and k[:-len("__path")] in caches)}
     payload = {"configuration": params, "data": sorted(data),

@@ -227,27 +227,32 @@ def _complete(run: dict[str, Any]) -> bool:
     return run["provenance"].get("status") == "complete"
 
 
-def describe_run(run: dict[str, Any]) -> str:
-    """One sentence on where a run's figures come from, from its provenance."""
-    p = run["provenance"]
-    if not _complete(run):
-        return (f"partial provenance: added to the record in commit `{p['git_commit'][:10]}` on {p['date'][:10]} "
-                f"before runs recorded their command, machine and package versions; seconds not shown")
+def describe_provenance(p: dict[str, Any], load: list[float] | None = None) -> str:
+    """Where a record's figures come from, in words, from its provenance block."""
+    if p.get("status") != "complete":
+        return (f"partial provenance: written in commit `{p['git_commit'][:10]}` on {p['date'][:10]}, before runs "
+                f"recorded their command, machine and package versions")
     m, pk = p["machine"], p["packages"]
-    load = run.get("load_avg_1m")
     gpu = ", ".join(m["gpu"]) if m.get("gpu") else "no GPU"
     return (f"`{' '.join(p['command'])}` at `{p['git_commit'][:10]}`{' (uncommitted changes)' if p['git_dirty'] else ''}"
             f" on {p['date'][:16].replace('T', ' ')} UTC, {m['cpu'] or 'unknown CPU'} x {m['cores']} cores, {gpu}, "
             f"Python {pk['python']}" + (f", load average {load[0]:.1f} at start and {load[1]:.1f} at end" if load else ""))
 
 
-def _runs_note(labels: list[str], rows: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> str:
+def describe_run(run: dict[str, Any], seconds: bool = False) -> str:
+    """One sentence on where a LoCoMo run's figures come from."""
+    text = describe_provenance(run["provenance"], run.get("load_avg_1m"))
+    return text + ("; their seconds are not shown" if seconds and not _complete(run) else "")
+
+
+def _runs_note(labels: list[str], rows: dict[str, tuple[dict[str, Any], dict[str, Any]]], seconds: bool = False) -> str:
     """Which run measured which of ``labels``, one line per run, in the order of their rows."""
     runs: dict[int, tuple[dict[str, Any], list[str]]] = {}
     for label in labels:
         run = rows[label][1]
         runs.setdefault(id(run), (run, []))[1].append(label)
-    return "\n".join(f"- {', '.join(f'`{x}`' for x in names)}: {describe_run(run)}." for run, names in runs.values())
+    return "\n".join(f"- {', '.join(f'`{x}`' for x in names)}: {describe_run(run, seconds)}."
+                     for run, names in runs.values())
 
 
 def _locomo_table(rows: tuple[str, ...], columns: tuple[str, ...]) -> str:
@@ -265,7 +270,7 @@ def _locomo_table(rows: tuple[str, ...], columns: tuple[str, ...]) -> str:
                 cells.append(f"{f[c]:,.0f}" if c in ("tokens", "seconds") else f"{f[c]:.1f}")
         lines.append(f"| `{label}` | " + " | ".join(cells) + " |")
     missing = [label for label in rows if label not in recorded]
-    text = "\n".join(lines) + "\n\nRuns (`bench/results/locomo.json`):\n\n" + _runs_note(shown, recorded)
+    text = "\n".join(lines) + "\n\nRuns (`bench/results/locomo.json`):\n\n" + _runs_note(shown, recorded, "seconds" in columns)
     if missing:
         text += ("\n\nNot recorded in `bench/results/locomo.json` yet: " + ", ".join(f"`{m}`" for m in missing)
                  + " (`python bench/bench_locomo.py --only " + ",".join(missing)
@@ -319,6 +324,7 @@ def render_layered_local(_: str = "") -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     lines += [f"- {phrase_comparison(p)}." for p in data["paired"]]
+    lines += ["", f"Record `bench/results/layered_local.json`: {describe_provenance(data['provenance'])}."]
     return "\n" + "\n".join(lines) + "\n"
 
 
@@ -362,7 +368,8 @@ def render_local_llm_judges(_: str = "") -> str:
     for r in a["judge_pairs"]:
         lines.append(f"| {r['a']} / {r['b']} | {_num(r['kappa'], '.3f')} | {_num(r['agreement'], '.3f')} | {r['n']} |")
     lines += ["", f"Spread of accuracy across the two judge prompts: {a['judge_spread']:.3f} "
-                  f"({a['answers']} answers; kappa is n/a where a rater gave every answer the same label)."]
+                  f"({a['answers']} answers; kappa is n/a where a rater gave every answer the same label).",
+              "", f"Record `bench/results/answers_local.json`: {describe_provenance(a['provenance'])}."]
     return "\n" + "\n".join(lines) + "\n"
 
 

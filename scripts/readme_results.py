@@ -85,6 +85,10 @@ def record_sweep(folder: Path, out: Path | None = RESULTS / "compare_builtins.js
     provenance = json.loads(prov_file.read_text(encoding="utf-8"))
     if provenance.get("status") != "complete":
         raise SystemExit(f"{prov_file}: written by an older memlab (no complete provenance); run the sweep again")
+    reused = provenance.get("cells", {}).get("reused", 0)
+    if reused:  # a record states one run: cells finished by an earlier run may come from other code
+        raise SystemExit(f"{folder}: {reused} cells were kept from an earlier run; record a whole run: "
+                         f"memlab sweep experiments/compare_builtins.toml --fresh")
     results = load_results(str(folder / "results.parquet"))
     protocol = sweep_protocol(config)
     hashes = sweep_config_hashes(results, sorted(provenance["data"].values()), protocol)

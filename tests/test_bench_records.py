@@ -115,6 +115,12 @@ def test_a_hand_edited_locomo_figure_is_flagged(rr):
     assert rr.differences({**figures, "seconds": 999.0}, figures) == []
 
 
+def test_a_sweep_that_reused_cells_of_an_earlier_run_is_not_recorded(rr, tmp_path):
+    (tmp_path / "provenance.json").write_text(json.dumps({"status": "complete", "cells": {"computed": 2, "reused": 13}}))
+    with pytest.raises(SystemExit, match="13 cells were kept from an earlier run"):
+        rr.record_sweep(tmp_path, out=None)
+
+
 # -- re-runs ----------------------------------------------------------------------------------
 
 @pytest.mark.slow

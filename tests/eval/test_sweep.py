@@ -212,6 +212,10 @@ def test_provenance_hashes_user_modules_and_counts_untracked_files(tmp_path, tin
     assert prov["user_modules"] == {str(module): hashlib.sha256(b"X = 1\n").hexdigest()}
     # the dataset file the sweep read is named with its sha256
     assert list(prov["data"].values()) == [hashlib.sha256(open(tiny_file, "rb").read()).hexdigest()]
+    assert prov["cells"] == {"computed": 4, "reused": 0}  # 2 strategies x 2 grid points, all run now
+    run_config(config, base_dir=tmp_path)
+    prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert prov["cells"] == {"computed": 0, "reused": 4}  # says the rows are an earlier run's
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)

@@ -179,6 +179,7 @@ def render_compare_builtins(_: str = "") -> str:
                      + " | ".join(cells) + " |")
     lines.append("")
     lines += [f"- {sentence}" for sentence in _headline(data).sentences()]
+    lines += ["", f"Record `bench/results/compare_builtins.json`: {describe_provenance(data['provenance'])}."]
     return "\n" + "\n".join(lines) + "\n"
 
 

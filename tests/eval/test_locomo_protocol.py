@@ -9,7 +9,6 @@ recall@5 45.8, @10 52.8, @50 69.6.
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
@@ -18,11 +17,13 @@ import pytest
 
 from memlab.eval.loaders import load_dataset
 from memlab.eval.metrics import compute_metrics, summarize
+from memlab.eval.paths import locomo_path
 
-REAL = "/work/shared/datasets/locomo/locomo10.json"
+# found the way every script finds it (MEMLAB_LOCOMO, else ../shared beside the checkout)
+REAL = str(locomo_path() or "")
 
 
-@pytest.mark.skipif(not os.path.exists(REAL), reason="LoCoMo file not available")
+@pytest.mark.skipif(not REAL, reason="LoCoMo file not available (../shared/datasets/locomo/locomo10.json)")
 def test_bm25_recall_matches_reference():
     rank_bm25 = pytest.importorskip("rank_bm25")
     tokens = lambda s: re.findall(r"\w+", s.lower())

@@ -227,10 +227,14 @@ def test_recording_a_label_again_moves_it_to_the_new_run(tmp_path, bench_locomo)
 def _bench_script(name: str):
     import sys
 
+    # the bench scripts import their shared helpers as `_common`; bench/ leaves sys.path after the
+    # import, so that its replay.py, sweep.py, ... never shadow a module of another test
     bench = str(REPO / "bench")
-    if bench not in sys.path:  # the bench scripts import their shared helpers as `_common`
-        sys.path.insert(0, bench)
-    return _module(REPO / "bench" / f"{name}.py", name)
+    sys.path.insert(0, bench)
+    try:
+        return _module(REPO / "bench" / f"{name}.py", name)
+    finally:
+        sys.path.remove(bench)
 
 
 def test_the_layered_local_rows_configuration_is_heads():

@@ -14,7 +14,10 @@ the turn it follows. One row per probe records:
 - sessions: gold_sessions (the probe's evidence sessions, ``gold_sessions``) and
   retrieved_sessions (per ranked hit, the sessions of its source turns; ids that are no
   turn of the dialogue map to none), read by the session metrics
-  (``memlab.eval.metrics.sessions``);
+  (``memlab.eval.metrics.sessions``); gold_turn_sessions (the sessions holding the gold
+  turns) and retrieved_source_sessions (per ranked hit, the session of each source turn,
+  None for an id that is no turn), read by LongMemEval's metrics
+  (``memlab.eval.metrics.longmemeval``);
 - context view: context_ids (source turns in the built context), context_record_ids,
   context_tokens;
 - lifecycle: stale_evidence (the probe's superseded turns), store_size (records the
@@ -207,6 +210,10 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
                 "gold_sessions": list(gold_s),
                 "retrieved_sessions": [list(dict.fromkeys(session_of[i] for i in h.memory_record.source_ids
                                                           if i in session_of)) for h in hits],
+                "gold_turn_sessions": list(dict.fromkeys(session_of[t] for t in probe.evidence
+                                                         if t in session_of)),
+                "retrieved_source_sessions": [[session_of.get(i) for i in h.memory_record.source_ids]
+                                              for h in hits],
             })
             charged_after = usage  # the answerer's calls are counted apart, never as the strategy's
             if answerer is not None:

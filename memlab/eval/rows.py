@@ -41,6 +41,8 @@ class ProbeRow(TypedDict):
     error: str | None                  # why the probe failed (its metrics are then NaN)
     gold_sessions: list[str]           # the evidence sessions (the probe's own, else its gold turns')
     retrieved_sessions: list[list[str]]  # the sessions each ranked hit stands for, best first
+    gold_turn_sessions: list[str]      # the sessions holding the gold turns, in evidence order
+    retrieved_source_sessions: list[list[str | None]]  # each hit's source turns' sessions (None: no turn)
 
 
 class AnswerColumns(TypedDict):

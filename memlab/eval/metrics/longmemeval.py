@@ -57,7 +57,12 @@ no gold turns (``memlab.eval.loaders.longmemeval``). ``summarize`` reports ``n_p
 
 Where the row's list ends before W_k reaches k labels, W_k is the whole list: the replay
 lists items until they hold ``k_max`` distinct sessions (``memlab.eval.replay``), and each
-session holds at most two labels, so W_k is complete for every k <= ``k_max``.
+session holds at most two labels, so W_k is complete for every k <= ``k_max``. One
+difference in what is ranked, not in how it is scored: LongMemEval's code ranks every unit
+(zero scores last), while a memlab strategy may return only the units it scores (a lexical
+index leaves out turns that share no word with the question); such a unit is then missing
+from W_k however few labels the haystack holds. ``flat_bm25`` ranks every unit, as
+LongMemEval's flat-bm25 does.
 """
 
 from __future__ import annotations

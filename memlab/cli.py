@@ -266,6 +266,10 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
             ci = result["ci"].get(name)
             interval = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
             print(f"  {name:<26} {value:.4f}{interval}" if isinstance(value, float) else f"  {name:<26} {value}")
+    if result.get("locomo_f1") is not None:  # the field's disputes turn on the adversarial rule: say it
+        from .eval.locomo_score import CATEGORY5_POLICY
+
+        print(f"  note: {CATEGORY5_POLICY}")
     for name in missing:  # a NaN mean is never printed without its reason
         why = "no scored probes" if not result["n_scored"] else f"no probe has a value: {nan_reason(name)}"
         if name == "stale_rate":

@@ -39,6 +39,7 @@ from ..base import Component, ConfigError, MemlabError
 from ..llm.base import for_client
 from ..llm.prompts import JUDGE_PROMPTS, JUDGE_SCHEMA, LENIENT_JUDGE_PROMPT
 from ..text import porter_stem
+from .locomo_score import locomo_f1 as locomo_f1, probe_locomo_f1 as probe_locomo_f1  # LoCoMo's official score
 from ..text import HAN, KANA
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

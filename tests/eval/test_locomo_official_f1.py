@@ -264,3 +264,46 @@ def test_probe_locomo_f1_only_for_locomo_probes():
                     metadata={"category_code": 4})
     assert math.isnan(probe_locomo_f1("x", no_gold))
     assert "not mentioned" in CATEGORY5_POLICY and "I don't know" in CATEGORY5_POLICY
+
+
+def _mini_locomo(tmp_path):
+    """A LoCoMo-format file: one conversation, a question of each category, one answerable."""
+    turns = [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
+             {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely, I went camping and hiking."}]
+    qa = [{"question": "What is the cat called?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
+          {"question": "What did Bob do?", "answer": "camping, hiking", "evidence": ["D1:2"], "category": 1},
+          {"question": "What is Ann's dog called?", "adversarial_answer": "Rex", "evidence": ["D1:1"], "category": 5}]
+    doc = [{"sample_id": "conv-x", "qa": qa, "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns}}]
+    path = tmp_path / "mini_locomo.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_replay_writes_locomo_f1_beside_answer_f1(tmp_path):
+    from memlab import OfflineLLM, strategies
+    from memlab.eval.answers import Answerer
+    from memlab.eval.replay import replay
+
+    dataset = load_locomo(str(_mini_locomo(tmp_path)))
+    rows = replay(strategies.get("bm25"), dataset, answerer=Answerer(OfflineLLM()))
+    cols = list(rows.columns)
+    assert cols.index("locomo_f1") == cols.index("answer_f1") + 1
+    for probe, (_, row) in zip(dataset.dialogues[0].probes, rows.iterrows()):
+        assert row["locomo_f1"] == locomo_f1(row["prediction"], probe.answer, probe.metadata["category_code"])
+    assert math.isnan(rows["answer_f1"].iloc[2]) and rows["locomo_f1"].iloc[2] == 0.0   # no gold, still scored
+
+
+def test_cli_reports_locomo_f1_with_its_category5_policy(tmp_path, capsys):
+    from memlab.cli import main
+
+    path = _mini_locomo(tmp_path)
+    out = tmp_path / "rows.csv"
+    assert main(["eval", str(path), "--format", "locomo", "--answer-llm", "offline", "--json",
+                 "--output", str(out)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    from memlab.eval.results import load_results
+
+    assert result["locomo_f1"] == pytest.approx(load_results(str(out))["locomo_f1"].mean(), abs=1e-12)
+    assert main(["eval", str(path), "--format", "locomo", "--answer-llm", "offline"]) == 0
+    assert f"note: {CATEGORY5_POLICY}" in capsys.readouterr().out

@@ -255,7 +255,8 @@ def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], p
         "judge_tokens": 0,
     }
     if judge is not None and gold is not None:
-        score, verdict = judge.judge(probe.query, gold, completion.text)
+        score, verdict = judge.judge(probe.query, gold, completion.text, probe.category, probe.id)
+        out.update(judge.identity())  # judge_prompt_set (name@version) and judge_model
         out["judge_correct"] = score
         out["judge_tokens"] = verdict.prompt_tokens + verdict.completion_tokens
     return out

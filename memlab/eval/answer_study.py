@@ -109,7 +109,8 @@ def answer_study(llm: Any, slices: Mapping[str, Dataset], strategies: Sequence[s
 
     ``judge_llm`` labels the answers (default: ``llm``), with ``judge_prompts`` (default
     ``memlab.llm.prompts.JUDGE_PROMPTS``: lenient and strict; anything ``judge_rows`` takes, e.g.
-    ``["lenient", "longmemeval"]``); ``configs`` maps a strategy
+    ``["lenient", "longmemeval"]`` for LongMemEval slices only: a set with one prompt per
+    question type raises on a question of another type, as LongMemEval's script does); ``configs`` maps a strategy
     name to its parameters (default ``study_configs()``); ``ks``, ``k_max`` and ``budget``
     (the token budget the ranked lists are retrieved for) go to ``replay``. An LLM call that
     fails for good is a row with ``error`` set (``replay``) or a NaN label (``judge_rows``)."""

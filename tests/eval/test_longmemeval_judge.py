@@ -232,3 +232,20 @@ def test_cli_names_an_unknown_prompt_set(tmp_path, capsys):
                  "--judge-prompt-set", "longmemeval-v1"]) == 2
     err = capsys.readouterr().err
     assert "parameter 'prompt_set'" in err and "'longmemeval-v1'" in err and "lenient, strict, longmemeval" in err
+
+
+def test_answer_study_with_the_longmemeval_set_records_it():
+    if longmemeval_path() is None:
+        pytest.skip("LongMemEval oracle dev not found (../shared/datasets/longmemeval/ or MEMLAB_LONGMEMEVAL)")
+    from memlab.eval.answer_study import answer_slices, answer_study, study_table
+    from memlab.offline.llm import OfflineLLM
+
+    slices = answer_slices(locomo_questions=0, lme_questions=2)
+    with LoopbackServer(chat=ScriptedChat(["yes", "no"])) as server:
+        results = answer_study(OfflineLLM(), slices, ["oracle"], judge_llm=_client(server),
+                               judge_prompts=["longmemeval"], loss_judge="longmemeval")
+    assert results["judge:longmemeval"].tolist() == [1.0, 0.0] and results["judge_correct"].tolist() == [1.0, 0.0]
+    assert set(results["judge_prompt_set"]) == set(results["judge_prompt_set:longmemeval"]) == {"longmemeval@v1"}
+    assert set(results["judge_model"]) == {"judge-m"} and set(results["model"]) == {"memlab-offline"}
+    table = study_table(results, metrics=["answer_f1", "judge:longmemeval"])
+    assert table[["judge_model", "judge_prompt_set:longmemeval"]].values.tolist() == [["judge-m", "longmemeval@v1"]]

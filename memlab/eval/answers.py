@@ -5,9 +5,10 @@ answered from it. Both need an LLM (``OpenAIChat`` for a real endpoint, ``Offlin
 the deterministic offline stand-in, which answers with the context sentence that shares
 most terms with the question).
 
-Token F1 (SQuAD / LoCoMo): both strings are normalised (lower case, punctuation and the
-articles a/an/the removed, whitespace collapsed), split on whitespace (and CJK text into
-single characters) and, by default, Porter-stemmed as LoCoMo's evaluation does; with ``c`` the multiset of shared tokens,
+Token F1 (SQuAD-style, memlab's own ``answer_f1``): both strings are normalised (lower case,
+punctuation and the articles a/an/the removed, whitespace collapsed), split on whitespace (and
+CJK text into single characters) and, by default, Porter-stemmed (LoCoMo's scorer stems too;
+its own score differs, see ``locomo_f1`` below); with ``c`` the multiset of shared tokens,
 ``precision = c / |prediction|``, ``recall = c / |gold|``, ``F1 = 2 P R / (P + R)``
 (0 when nothing is shared; 1 when both are empty).
 
@@ -61,9 +62,8 @@ from ..llm.prompts import (
     judge_prompt_set,
     template_prompt_set,
 )
-from ..text import porter_stem
+from ..text import HAN, KANA, porter_stem
 from .locomo_score import locomo_f1 as locomo_f1, probe_locomo_f1 as probe_locomo_f1  # LoCoMo's official score
-from ..text import HAN, KANA
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CJK_OR_WORD = re.compile(f"[{KANA}{HAN}]|[^{KANA}{HAN}]+")

@@ -4,7 +4,8 @@ Runs ``memlab.eval.answer_study.answer_study`` (the computation of notebook 10_a
 slice ``answer_slices`` builds: the first ``--locomo-questions`` scored questions of the first
 ``--locomo-conversations`` LoCoMo conversation(s) and the first ``--lme-questions`` LongMemEval
 oracle dev questions, for each of ``--strategies``, with ``LocalLLM`` (default: the bundled
-Gemma 3 270M on the CPU) answering and judging. Prints the device and model, then per slice x
+Gemma 3 270M on the CPU) answering and judging. Prints the device and model, the judge's model
+and prompt sets (``name@version``, also in the JSON: ``judge_model``, ``judge_prompt_sets``), then per slice x
 strategy: n (answered questions with a gold), answer_f1, answer_containment, judge:lenient,
 judge:strict, context_recall (means with 95% cluster-bootstrap intervals, dialogues
 resampled: ``memlab.eval.metrics.summarize``) and seconds per answer; the loss split; judge
@@ -120,6 +121,13 @@ def run() -> int:
     usage = llm.usage
     figures["llm_calls"], figures["prompt_tokens"], figures["completion_tokens"] = (
         usage.calls, usage.prompt_tokens, usage.completion_tokens)
+
+    # a judge's figures mean something only with its words and its model: both are recorded and printed
+    figures["judge_model"] = str(results["judge_model"].iloc[0]) if len(results) else None
+    figures["judge_prompt_sets"] = {c[len("judge_prompt_set:"):]: str(results[c].iloc[0])
+                                    for c in results.columns if str(c).startswith("judge_prompt_set:")}
+    print(f"judge: model {figures['judge_model']}; prompt sets "
+          + ", ".join(f"judge:{n} = {i}" for n, i in figures["judge_prompt_sets"].items()))
 
     summary = study_table(results)
     print(f"\nper slice x strategy ({len(answers)} answers, {figures['failed_rows']} failed rows; "

@@ -248,20 +248,22 @@ def gold_sessions(probe: Any, session_of: dict[str, str], sessions: set[str] | N
 
 def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], probe: Any) -> dict[str, Any]:
     """prediction, answer_f1 and judge_correct (NaN without a gold answer or a judge), with their tokens."""
-    from .answers import token_f1
+    from .answers import probe_locomo_f1, token_f1
 
     completion = answerer.answer(messages, probe.query)
     gold = probe.answer
     out: dict[str, Any] = {
         "prediction": completion.text,
         "answer_f1": token_f1(completion.text, gold) if gold is not None else float("nan"),
+        "locomo_f1": probe_locomo_f1(completion.text, probe),  # LoCoMo's own score; NaN off LoCoMo
         "judge_correct": float("nan"),
         "answer_prompt_tokens": completion.prompt_tokens,
         "answer_completion_tokens": completion.completion_tokens,
         "judge_tokens": 0,
     }
     if judge is not None and gold is not None:
-        score, verdict = judge.judge(probe.query, gold, completion.text)
+        score, verdict = judge.judge(probe.query, gold, completion.text, probe.category, probe.id)
+        out.update(judge.identity())  # judge_prompt_set (name@version) and judge_model
         out["judge_correct"] = score
         out["judge_tokens"] = verdict.prompt_tokens + verdict.completion_tokens
     return out

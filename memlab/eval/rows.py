@@ -50,7 +50,10 @@ class AnswerColumns(TypedDict):
 
     prediction: str | None             # the answering model's answer
     answer_f1: float                   # token F1 against the gold answer (NaN without one)
+    locomo_f1: float                   # LoCoMo's official score (memlab.eval.locomo_score; NaN off LoCoMo)
     judge_correct: float               # the judge's verdict, 1.0 or 0.0 (NaN without a judge)
+    judge_prompt_set: str | None       # the judge's prompt set, name@version (None without a judge)
+    judge_model: str | None            # the judge's model (None without a judge)
     answer_prompt_tokens: int
     answer_completion_tokens: int
     judge_tokens: int

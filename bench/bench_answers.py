@@ -4,7 +4,8 @@ Runs ``memlab.eval.answer_study.answer_study`` (the computation of notebook 10_a
 slice ``answer_slices`` builds: the first ``--locomo-questions`` scored questions of the first
 ``--locomo-conversations`` LoCoMo conversation(s) and the first ``--lme-questions`` LongMemEval
 oracle dev questions, for each of ``--strategies``, with ``LocalLLM`` (default: the bundled
-Gemma 3 270M on the CPU) answering and judging. Prints the device and model, then per slice x
+Gemma 3 270M on the CPU) answering and judging. Prints the device and model, the judge's model
+and prompt sets (``name@version``, also in the JSON: ``judge_model``, ``judge_prompt_sets``), then per slice x
 strategy: n (answered questions with a gold), answer_f1, answer_containment, judge:lenient,
 judge:strict, context_recall (means with 95% cluster-bootstrap intervals, dialogues
 resampled: ``memlab.eval.metrics.summarize``) and seconds per answer; the loss split; judge
@@ -85,7 +86,7 @@ def slice_files() -> dict[str, Any]:
 def config_hash(strategy: str, slice_name: str, record: dict[str, Any], data_sha256: str) -> str:
     """configuration_hash of one table row: the strategy as ``study_configs`` builds it from
     the record's settings, the slice's file, and the slice (its dataset hash: which dialogues
-    and questions), model and answer settings as the protocol."""
+    and questions), model, answer settings and judge prompt sets as the protocol."""
     from memlab import strategies
     from memlab.eval.configuration import configuration_hash
 
@@ -93,6 +94,8 @@ def config_hash(strategy: str, slice_name: str, record: dict[str, Any], data_sha
     protocol = {**PROTOCOL, "slice": slice_name, "slice_dataset_hash": record["slices"][slice_name]["dataset_hash"],
                 "model": record["model"], "n_ctx": record["n_ctx"], "n_gpu_layers": record["n_gpu_layers"],
                 "answer_tokens": record["answer_tokens"]}
+    if record.get("judge_prompt_sets"):  # the judges' words (name@version); runs before them did not say
+        protocol["judge_prompt_sets"] = record["judge_prompt_sets"]
     return configuration_hash(strategies.get(strategy, **params), [data_sha256], protocol)
 
 
@@ -159,6 +162,13 @@ def run() -> int:
     usage = llm.usage
     figures["llm_calls"], figures["prompt_tokens"], figures["completion_tokens"] = (
         usage.calls, usage.prompt_tokens, usage.completion_tokens)
+
+    # a judge's figures mean something only with its words and its model: both are recorded and printed
+    figures["judge_model"] = str(results["judge_model"].iloc[0]) if len(results) else None
+    figures["judge_prompt_sets"] = {c[len("judge_prompt_set:"):]: str(results[c].iloc[0])
+                                    for c in results.columns if str(c).startswith("judge_prompt_set:")}
+    print(f"judge: model {figures['judge_model']}; prompt sets "
+          + ", ".join(f"judge:{n} = {i}" for n, i in figures["judge_prompt_sets"].items()))
 
     summary = study_table(results)
     print(f"\nper slice x strategy ({len(answers)} answers, {figures['failed_rows']} failed rows; "

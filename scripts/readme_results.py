@@ -366,7 +366,13 @@ def render_local_llm_judges(_: str = "") -> str:
     """The recorded answer study's judges: accuracy, unreadable replies, agreement."""
     a = load("answers_local")
     acc = {r["judge"]: r for r in a["judge_accuracy"]}
-    lines = ["| rater | accuracy | labelled | unreadable |", "|---|---:|---:|---:|"]
+    # a judge's figures are read with its model and its words (name@version), so the block names both
+    sets = a.get("judge_prompt_sets")
+    named = (", ".join(f"`{n}` = `{i}`" for n, i in sets.items()) if sets
+             else "not recorded (the run predates versioned prompt sets)")
+    lines = [f"Judge model `{a.get('judge_model') or a['model']}` (bench/bench_answers.py judges with the answering "
+             f"model); prompt sets: {named}.", "",
+             "| rater | accuracy | labelled | unreadable |", "|---|---:|---:|---:|"]
     for name, r in acc.items():
         lines.append(f"| {name} | {_num(r['accuracy'], '.3f')} | {r['n_labelled']} | {r['unreadable']} |")
     lines += ["", "| pair | Cohen's kappa | share labelled alike | n |", "|---|---:|---:|---:|"]

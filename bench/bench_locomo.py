@@ -54,6 +54,7 @@ RUNS = [
     ("vector[hashing]", "vector", {"embedder": "hashing"}, False),
     ("hybrid[hashing]", "hybrid", {"embedder": "hashing"}, False),
     ("bm25_plus", "bm25_plus", {}, False),
+    ("flat_bm25", "flat_bm25", {}, False),  # LongMemEval's flat-bm25 as its authors run it
     ("hybrid_plus[hashing]", "hybrid_plus", {"embedders": ["hashing"]}, False),
     ("hybrid_decay[hashing]", "hybrid_decay", {"embedder": "hashing"}, False),
     ("vector[minilm]", "vector", {"embedder": "minilm"}, True),

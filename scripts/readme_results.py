@@ -209,7 +209,7 @@ def render_pvalue_floor(_: str = "") -> str:
 
 
 LOCOMO_ROWS = ("window", "longterm", "layered", "bm25", "bm25_prf", "vector[hashing]", "hybrid[hashing]", "bm25_plus",
-               "hybrid_plus[hashing]", "hybrid_decay[hashing]", "vector[minilm]", "vector[e5]", "hybrid[minilm]",
+               "flat_bm25", "hybrid_plus[hashing]", "hybrid_decay[hashing]", "vector[minilm]", "vector[e5]", "hybrid[minilm]",
                "hybrid_plus", "hybrid_plus[e5,minilm]", "hybrid_decay[e5]")
 PEER_ROWS = ("window", "camel_chat_history", "longterm[hashing]", "camel_longterm", "hybrid[hashing]",
              "langchain_ensemble", "http_memory")

@@ -53,10 +53,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402,F401  (environment: offline, one BLAS thread, this checkout's memlab)
 
 from memlab import strategies  # noqa: E402
+from memlab.eval.configuration import configuration_hash  # noqa: E402
 from memlab.eval.dataset import LoadReport  # noqa: E402
 from memlab.eval.loaders import iter_longmemeval  # noqa: E402
 from memlab.eval.metrics import summarize  # noqa: E402
 from memlab.eval.paths import LONGMEMEVAL_ORACLE, LONGMEMEVAL_S, longmemeval_path  # noqa: E402
+from memlab.eval.provenance import file_sha256, run_provenance  # noqa: E402
 from memlab.eval.streaming import StreamedDataset, replay_stream  # noqa: E402
 
 KS = (1, 3, 5, 10, 30, 50)   # the cut-offs LongMemEval's run_retrieval.py reports
@@ -97,34 +99,6 @@ BY_TYPE = ["lme_recall_any@5", "lme_recall_all@5", "recall@10", "recall@1024tok"
 OFFICIAL = {"session": ["recall_any", "recall_all", "ndcg_any"], "turn": ["recall_any", "recall_all", "ndcg_any"]}
 
 
-def run_provenance(data: list[str]) -> dict[str, Any]:
-    """What made this record: commit, command, date, machine, versions, data digests."""
-    import datetime
-    import hashlib
-    import platform
-
-    from memlab.eval.results import provenance
-
-    def sha256(path: str) -> str:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        return h.hexdigest()
-
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() \
-        else platform.processor()
-    import rank_bm25  # noqa: F401
-    from importlib.metadata import version
-    return provenance() | {"command": "python " + " ".join(["bench/bench_longmemeval.py", *sys.argv[1:]]),
-                           "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                           "cpu": cpu, "cores": os.cpu_count(), "rank_bm25": version("rank-bm25"),
-                           # timings are this run's on shared cores: the load they ran under
-                           "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-                           "data": {Path(p).name: sha256(p) for p in data}}
-
-
 def _num(v: Any) -> Any:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 6)
 
@@ -147,6 +121,8 @@ def figures(rows, seconds: float) -> dict[str, Any]:
                 out[m + "_ci"] = [_num(s[f"{m}_ci_low"]), _num(s[f"{m}_ci_high"])]
     out["seconds"] = round(seconds, 1)
     out["seconds_per_question"] = round(seconds / max(len(rows), 1), 4)
+    if "config_hash" in rows.attrs:
+        out["config_hash"] = rows.attrs["config_hash"]
     by = summarize(rows, by=["category"], ci=False)
     out["by_type"] = {str(r["category"]): {m: _num(r[m]) for m in BY_TYPE} | {"n_scored": int(r["n_scored"])}
                       for _, r in by.iterrows()}
@@ -167,11 +143,21 @@ def streamed(path: Path, roles, questions: set[str] | None = None, limit: int | 
     return StreamedDataset("longmemeval", str(path), reader, roles=roles)
 
 
+#: What a row's figures depend on besides the strategy and the data (its ``config_hash``).
+PROTOCOL = {"ks": list(KS), "budgets": list(BUDGETS)}
+_DATA_SHA: dict[str, str] = {}
+
+
 def run(label: str, name: str, params: dict, roles, path: Path, questions=None, limit=None) -> tuple[Any, float]:
     strategy = strategies.get(name, **params)
     start = time.perf_counter()
     rows = replay_stream(strategy, streamed(path, roles, questions, limit), ks=KS, budgets=BUDGETS, label=label)
-    return rows, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    rows.attrs["config_hash"] = configuration_hash(
+        strategy, [_DATA_SHA.setdefault(str(path), file_sha256(path))],
+        PROTOCOL | {"roles": list(roles) if roles else None, "questions": sorted(questions) if questions else None,
+                    "limit": limit})
+    return rows, seconds
 
 
 def load_section(s_path: Path) -> dict[str, Any]:
@@ -227,10 +213,11 @@ def readme_markdown(results: dict[str, Any]) -> str:
     parts = []
     sections = [("s", results.get("s")), ("s_dense", results.get("s_dense")), ("oracle", results.get("oracle")),
                 ("s_dense_subset", (results.get("s_dense_subset") or {}).get("table"))]
-    titles = {"s": "S dev, every question", "oracle": "oracle dev, every question",
-              "s_dense": "S dev, every question, dense strategies (e5; seconds with the embedding cache filled "
+    titles = {"s": "S dev (longmemeval_s_cleaned, the 2025-09 cleaned release), every question",
+              "oracle": "oracle dev (longmemeval_oracle), every question",
+              "s_dense": "S dev (cleaned), every question, dense strategies (e5; seconds with the embedding cache filled "
                          "by the cold run of bench/bench_longmemeval_speed.py)",
-              "s_dense_subset": "S dev, fixed subset (the first questions of each type), dense and lexical"}
+              "s_dense_subset": "S dev (cleaned), fixed subset (the first questions of each type), dense and lexical"}
     for key, table in sections:
         if not table:
             continue
@@ -412,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(",")) if args.only else None
     out: dict[str, Any] = {"protocol": {"ks": list(KS), "budgets": list(BUDGETS), "limit": args.limit,
                                         "dense_per_type": args.dense, "scaling_per_type": args.scaling},
-                           "command": "python " + " ".join(["bench/bench_longmemeval.py", *sys.argv[1:]])}
+                           # taken before the run: its data hashes are what every config_hash names
+                           "provenance": run_provenance(data=[oracle, s_path])}
+    load_start = os.getloadavg()[0]
     if not args.skip_s and not args.no_load:
         out["load"] = load_section(s_path)
         ld = out["load"]
@@ -471,7 +460,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['seconds_per_question']:.2f} s/q")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     from memlab.atomic import atomic_write_text
-    out["provenance"] = run_provenance([str(p) for p in (oracle, s_path)])
+    # timings are this run's, on shared cores: the 1-minute load it started and ended under
+    out["load_avg_1m"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
     atomic_write_text(args.out, json.dumps(out, indent=1) + "\n")
     print(f"\nwritten {args.out}")
     return 0

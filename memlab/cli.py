@@ -225,6 +225,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     result["params"] = {k: v for k, v in rows.iloc[0].items() if str(k).startswith("param:")} if len(rows) else {}
     result["params"] = {k[len("param:"):]: _num(v) for k, v in result["params"].items()}
     result["seconds"] = round(seconds, 3)
+    # which run made these figures (commit, command, date, machine, packages, the data's sha256)
+    from .eval.provenance import run_provenance
+
+    result["provenance"] = run_provenance(data=[args.dataset])
     if args.json:
         print(json.dumps(result, sort_keys=False))
     else:

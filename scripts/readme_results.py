@@ -118,7 +118,7 @@ def record_sweep(folder: Path, out: Path | None = RESULTS / "compare_builtins.js
 
 
 #: Keys that say how and when a record was made, not what it measured: ``differences`` skips them.
-RUN_KEYS = ("provenance", "load_avg_1m", "seconds", "options")
+RUN_KEYS = ("provenance", "load_avg_1m", "seconds", "seconds_per_question", "options")
 
 
 def differences(recorded: Any, fresh: Any, ignore: tuple[str, ...] = RUN_KEYS, where: str = "") -> list[str]:

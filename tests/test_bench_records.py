@@ -262,3 +262,56 @@ def test_the_answer_study_rows_configuration_is_heads():
         assert module.config_hash(row["strategy"], row["slice"], record, shas[row["slice"]]) == row["config_hash"], (
             f"answers_local {row['slice']} / {row['strategy']}: HEAD configures it differently from the record: "
             f"re-record it (python bench/bench_answers.py)")
+
+
+# -- LongMemEval: oracle bm25 re-run, every row's configuration HEAD's --------------------------
+
+@pytest.fixture(scope="module")
+def bench_longmemeval():
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))   # it imports its sibling longmemeval_code
+    try:
+        yield _module(REPO / "bench" / "bench_longmemeval.py", "bench_longmemeval")
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+
+
+def _lme_path(name: str) -> Path:
+    from memlab.eval.paths import longmemeval_path
+
+    path = longmemeval_path(name)
+    if path is None:
+        pytest.skip("LongMemEval is not beside the repository (../shared/datasets/longmemeval)")
+    return path
+
+
+@pytest.mark.slow
+def test_the_longmemeval_oracle_bm25_row_equals_a_rerun(bench_longmemeval, rr):
+    from memlab.eval.paths import LONGMEMEVAL_ORACLE
+
+    path = _lme_path(LONGMEMEVAL_ORACLE)
+    record = _record("longmemeval")
+    rows, seconds = bench_longmemeval.run("bm25", "bm25", {}, ("user",), path)
+    fresh = bench_longmemeval.figures(rows, seconds)
+    diffs = rr.differences(record["oracle"]["bm25"], fresh)
+    assert not diffs, ("LongMemEval oracle 'bm25' differs from a re-run (python bench/bench_longmemeval.py "
+                       "--dense 0 --scaling 0):\n" + "\n".join(diffs))
+
+
+def test_every_longmemeval_rows_configuration_is_heads(bench_longmemeval):
+    from memlab import strategies
+    from memlab.eval.paths import LONGMEMEVAL_ORACLE, LONGMEMEVAL_S
+
+    record = _record("longmemeval")
+    _check_provenance(record["provenance"], "longmemeval")
+    assert record["protocol"]["ks"] == list(bench_longmemeval.KS)
+    runs = {label: (name, params, roles) for label, name, params, roles in bench_longmemeval.LEXICAL}
+    for key, file in (("oracle", LONGMEMEVAL_ORACLE), ("s", LONGMEMEVAL_S)):
+        sha = record["provenance"]["data"][f"../shared/datasets/longmemeval/{file}"]
+        for label, figures in record[key].items():
+            name, params, roles = runs[label]
+            now = configuration_hash(strategies.get(name, **params), [sha], bench_longmemeval.PROTOCOL | {
+                "roles": list(roles) if roles else None, "questions": None, "limit": None})
+            assert now == figures["config_hash"], (f"LongMemEval {key} {label!r} was recorded with another "
+                                                   f"configuration than HEAD's: re-record it")

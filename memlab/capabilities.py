@@ -33,6 +33,13 @@ class Capabilities:
     - ``structured_output``: an LLM client that constrains an answer to the JSON schema its
       request carries (``complete(..., schema=...)``: ``memlab.llm.base``), so a step asking
       for JSON gets JSON of that shape (or an answer cut short by its token limit).
+    - ``honours_peek``: a strategy whose ``retrieve`` inside ``Strategy.peek()`` changes no
+      state (no reinforcement, no access count, no forgetting draw) and makes no LLM call the
+      same query's first ``retrieve`` did not make (it reuses that call's expansions and
+      verdicts), so the replay may ask it again, deeper, for the metrics' sake
+      (``memlab.eval.replay._ranked``). A strategy whose search changes state and does not
+      declare it gets no deeper list for the session metrics (the token-budget one is still
+      asked for: the @Btok metrics need it).
     """
 
     query_time_params: frozenset[str] = field(default_factory=frozenset)
@@ -41,6 +48,7 @@ class Capabilities:
     stochastic: bool = False
     search_changes_state: bool = False
     structured_output: bool = False
+    honours_peek: bool = False
 
     @property
     def asking_changes_nothing(self) -> bool:

@@ -5,7 +5,9 @@ hand the model. The harness calls, in dialogue order:
 
 - ``observe(record)`` for every dialogue turn (``record.id`` is the turn id,
   ``record.timestamp`` the dialogue time);
-- ``retrieve(query, k, now=...)`` and ``build_context(query, now=...)`` at each probe;
+- ``retrieve(query, k, now=...)`` and ``build_context(query, now=...)`` at each probe; when
+  the metrics need a deeper ranked list than the first ``retrieve`` gave, more ``retrieve``
+  calls of the same query inside ``peek()``, which change nothing (see there);
 - ``llm_usage()`` to learn what the strategy's own LLM calls cost;
 - ``hit_tokens(hits)`` to learn what each ranked hit costs in a context (token-matched
   metrics compare strategies at equal tokens, whatever one hit stands for);
@@ -21,7 +23,8 @@ clock unless a strategy is configured to.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -82,6 +85,10 @@ class Strategy(Component):
     #: never sees the gold, so the default is False and ``see_probe`` is never called.
     uses_gold: bool = False
 
+    #: True for a strategy whose ``retrieve`` honours ``peek()`` (``Capabilities.honours_peek``).
+    #: One whose search changes no state need not say so to be asked again.
+    honours_peek: ClassVar[bool] = False
+
     #: Parameters read only when asked, never by ``observe`` (``Capabilities.query_time_params``);
     #: a strategy declaring some switches them with ``set_query_params``.
     query_time_params: ClassVar[frozenset[str]] = frozenset()
@@ -93,7 +100,29 @@ class Strategy(Component):
         parts = any_part(self.components())
         return Capabilities(query_time_params=type(self).query_time_params,
                             uses_gold=bool(self.uses_gold), stochastic=parts.stochastic,
-                            search_changes_state=parts.search_changes_state)
+                            search_changes_state=parts.search_changes_state,
+                            honours_peek=bool(type(self).honours_peek))
+
+    @contextmanager
+    def peek(self) -> Iterator[None]:
+        """Within it, ``retrieve`` only looks: a strategy that ``honours_peek`` then changes no
+        state (no reinforcement of what it returns, no access count, no forgetting) and makes
+        no LLM call the same query's first, plain ``retrieve`` did not make (it reuses that
+        call's LLM products: expanded queries, filter verdicts). The replay asks its deeper
+        lists this way, so a probe costs one unit of LLM work and one change of state however
+        deep its metrics read (``memlab.eval.replay._ranked``). Nests; ``peeking`` tells a
+        strategy whether it is inside."""
+        depth = self.__dict__.get("_peek_depth", 0)
+        self.__dict__["_peek_depth"] = depth + 1
+        try:
+            yield
+        finally:
+            self.__dict__["_peek_depth"] = depth
+
+    @property
+    def peeking(self) -> bool:
+        """True inside ``peek()``."""
+        return self.__dict__.get("_peek_depth", 0) > 0
 
     def set_query_params(self, **params: Any) -> None:
         """Switch query-time parameters keeping what was observed; a strategy declaring
@@ -126,12 +155,15 @@ class Strategy(Component):
         return None
 
     def llm_usage(self) -> dict[str, int]:
-        """Tokens spent by the strategy's own LLM calls since the last reset.
+        """Tokens spent by the strategy's own LLM calls since the last reset (the replay charges
+        each probe with what changed).
 
         Keys: ``prompt_tokens``, ``completion_tokens``, ``calls`` (and, from
         ``LLMUsage.as_dict``, ``cached_calls``, ``cached_tokens``). A call answered by a
         response cache counts the tokens its original call cost, so the figures do not
-        depend on the cache state. Zero for strategies that make no LLM calls.
+        depend on the cache state; ``format_errors`` counts answers a step could not read.
+        Zero here: a strategy whose parts call an LLM sums their ``UsesLLM.usage`` tallies
+        (``memlab.llm.base.sum_usage``), as ``RetrievalStrategy`` and ``LayeredMemory`` do.
         """
         return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
 

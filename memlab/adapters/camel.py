@@ -144,6 +144,10 @@ class _CamelStrategy(Strategy):
     constraints = {"keep_rate": KEEP_RATE, "token_limit": Param(int, ge=0),
                    "token_counter": Param(TokenCounter, none=True)}
 
+    # retrieve leaves CAMEL's memory as it found it (a question written is taken out again)
+    # and calls no LLM, so the replay may ask it again, deeper (Strategy.peek)
+    honours_peek = True
+
     def _on_params_changed(self) -> None:
         self.reset()
 

@@ -71,8 +71,12 @@ def _ranked(strategy: Strategy, query: str, k_max: int, budget: int, now: float,
     """The ranked hits and their tokens; deep enough to overflow ``budget`` and to hold
     ``sessions[1]`` distinct sessions.
 
-    The first call asks for ``k_max`` hits (the only one whose side effects -- e.g.
-    reinforcement of returned hits -- count: later calls repeat the same query and time).
+    The first call asks for ``k_max`` hits; it is the probe's own search, whose side effects
+    (reinforcement of returned hits, an LLM's expansion or verdict) count. The later, deeper
+    calls repeat the same query and time inside ``strategy.peek()``: a strategy that
+    ``honours_peek`` then changes no state and reuses the first call's LLM products, so they
+    cost no LLM call (``Strategy.peek``).
+
     Budget: while the hits' tokens still fit in ``budget`` and the strategy returned as
     many as asked, the depth doubles (up to ``MAX_BUDGET_DEPTH``) and the deeper list
     replaces the list.
@@ -93,7 +97,8 @@ def _ranked(strategy: Strategy, query: str, k_max: int, budget: int, now: float,
     depth = k_max
     while budget and sum(tokens) <= budget and len(hits) == depth and depth < MAX_BUDGET_DEPTH:
         depth = min(2 * depth, MAX_BUDGET_DEPTH)
-        hits = strategy.retrieve(query, depth, now=now)
+        with strategy.peek():
+            hits = strategy.retrieve(query, depth, now=now)
         tokens = strategy.hit_tokens(hits)
     if sessions is None:
         return hits, tokens
@@ -102,7 +107,8 @@ def _ranked(strategy: Strategy, query: str, k_max: int, budget: int, now: float,
     more = len(hits) == depth
     while more and len(spanned) < wanted and depth < MAX_BUDGET_DEPTH:
         depth = min(2 * depth, MAX_BUDGET_DEPTH)
-        deeper = strategy.retrieve(query, depth, now=now)
+        with strategy.peek():
+            deeper = strategy.retrieve(query, depth, now=now)
         more = len(deeper) == depth
         held = {h.id for h in hits}
         new = []
@@ -139,8 +145,11 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
     session_of = {t.id: s.id for s in dialogue.sessions for t in s.turns}
     session_ids = {s.id for s in dialogue.sessions}
     observed_sessions: set[str] = set()  # sessions with a turn observed so far
-    # a second search of a stochastic strategy would draw again: its list is not deepened for sessions
-    deepen = not strategy.capabilities().stochastic
+    # a second search of a stochastic strategy would draw again, and one of a strategy whose
+    # search changes state and that cannot peek would change it again: their lists are not
+    # deepened for sessions
+    caps = strategy.capabilities()
+    deepen = not caps.stochastic and (not caps.search_changes_state or caps.honours_peek)
     pending: str | None = None  # an LLM failure while reading turns: reported on the next probe
     for kind, item in dialogue.timeline():
         if kind == "turn":
@@ -328,8 +337,11 @@ def replay(strategy: Strategy, dataset: Dataset, *, k_max: int = 10, ks: Sequenc
     hits than asked; the deeper hits are appended, the list before them kept as it was:
     ``_ranked``). session_*@k for k <= ``k_max`` thus read the first k sessions of the full
     ranking, whatever ``k_max`` is, and the turn-level metrics are those of the list before
-    (the first k hits). Not for a ``stochastic`` strategy (``capabilities()``), whose
-    second search would draw again: its session metrics read the list as retrieved.
+    (the first k hits). The deeper lists are asked inside ``Strategy.peek()``, so they cost
+    no LLM call and change no state in a strategy that ``honours_peek``. Not for a
+    ``stochastic`` strategy (``capabilities()``), whose second search would draw again, nor
+    for one whose search changes state and that does not honour peek: their session
+    metrics read the list as retrieved.
 
     With an ``answerer`` (``memlab.eval.answers.Answerer``) each probe is also answered from
     its built context and scored by token F1 against the gold answer (``answer_f1``), and,

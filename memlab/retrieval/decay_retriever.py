@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from ..base import Param
 from ..capabilities import Capabilities
@@ -62,7 +63,8 @@ class DecayRetriever(WrapperRetriever):
     called ``reinforce``: that name is the constructor parameter). With ``gc=True``
     every search first runs ``collect_garbage(now)``, which deletes forgotten records
     from the wrapped retriever (every child of a hybrid). ``hit.components["decay"]``
-    adds ``retention`` and ``relevance`` to score and rank.
+    adds ``retention`` and ``relevance`` to score and rank. Inside ``quiet()`` a search
+    only looks: no garbage collection (nor its random draws) and no reinforcement.
     """
 
     name = "decay"
@@ -102,6 +104,18 @@ class DecayRetriever(WrapperRetriever):
     def _on_params_changed(self) -> None:
         self._decay = self._resolve("decay", lambda: Ebbinghaus())
         self._sync([self.retriever])
+
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Searches inside it change nothing: no garbage collection, no reinforcement, whatever
+        ``gc`` and ``reinforce`` say (``Strategy.peek``: a deeper look at a ranking already
+        asked for, whose first search did both). Nests."""
+        depth = self.__dict__.get("_quiet_depth", 0)
+        self.__dict__["_quiet_depth"] = depth + 1
+        try:
+            yield
+        finally:
+            self.__dict__["_quiet_depth"] = depth
 
     # -- state ------------------------------------------------------------------------
     def _add(self, records: list[MemoryRecord]) -> None:
@@ -181,7 +195,8 @@ class DecayRetriever(WrapperRetriever):
         if k == 0 or not self._records:
             return []
         t = self.resolve_now(now)
-        if self.gc:
+        quiet = self.__dict__.get("_quiet_depth", 0) > 0
+        if self.gc and not quiet:
             self.collect_garbage(t)
         inner = self.retriever.search(query, max(k, self.candidates), where=where, now=t)
         inner = [h for h in inner if h.id in self._state]
@@ -207,6 +222,6 @@ class DecayRetriever(WrapperRetriever):
         ranked = self._order([(h.id, f) for h, f in zip(inner, final)])[:k]
         hits = self._hits(ranked, [info[i][0].components for i, _ in ranked],
                           [{"retention": info[i][2], "relevance": info[i][1]} for i, _ in ranked])
-        if self.reinforce == "returned":
+        if self.reinforce == "returned" and not quiet:
             self.reinforce_ids([h.id for h in hits], t)
         return hits

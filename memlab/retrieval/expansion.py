@@ -16,12 +16,13 @@ are used for n queries. More queries than weights is an error at search time.
 
 from __future__ import annotations
 
+import copy
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 
 from ..base import Component, ConfigError, Param
-from ..records import Hit
+from ..records import Hit, MemoryRecord
 from .base import CANDIDATES, Retriever, WrapperRetriever
 from ..filters import Where
 from .fusion import RRF, Fusion
@@ -148,6 +149,11 @@ class ExpansionRetriever(WrapperRetriever):
     first n of ``fusion.weights`` apply (see the module docstring). Put a reinforcing
     ``DecayRetriever`` outside this wrapper, not inside: feedback searches would
     reinforce what they read.
+
+    A query is expanded once while the index is unchanged: the expansion of the last
+    (query, where, now) is kept until a record is added or removed, so searching it again,
+    deeper or after a reinforcement moved the scores above, asks the expander (an LLM's
+    one call per query) for nothing and gets the same queries.
     """
 
     name = "expansion"
@@ -166,14 +172,33 @@ class ExpansionRetriever(WrapperRetriever):
 
     def _on_params_changed(self) -> None:
         self._fusion = self._resolve("fusion", lambda: RRF())
+        self._expanded: tuple[tuple, list[str]] | None = None
         self._sync([self.retriever])
 
+    # an expansion may read the index (pseudo-relevance feedback): any change forgets the last one
+    def _add(self, records: list[MemoryRecord]) -> None:
+        self._expanded = None
+        super()._add(records)
+
+    def _remove(self, ids: list[str]) -> None:
+        self._expanded = None
+        super()._remove(ids)
+
+    def _clear(self) -> None:
+        self._expanded = None
+        super()._clear()
+
     def queries(self, query: str, *, where: Where | None = None, now: float | None = None) -> list[str]:
-        """The expanded queries (original first, as the expander returns them)."""
+        """The expanded queries (original first, as the expander returns them); the last
+        query's are reused while the index is unchanged (see the class docstring)."""
+        key = (query, copy.deepcopy(where), now)
+        if self._expanded is not None and self._expanded[0] == key:
+            return list(self._expanded[1])
         queries = list(self.expander.expand(query, self.retriever, where=where, now=now))
         if not queries or queries[0] != query:
             raise ConfigError(f"{type(self.expander).__name__}.expand must return the original "
                               f"query first, got {queries[:1]!r}")
+        self._expanded = (key, list(queries))
         return queries
 
     def search(self, query: str, k: int = 5, *, where: Where | None = None,

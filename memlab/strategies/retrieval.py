@@ -11,17 +11,24 @@ The pieces compose in one fixed order, which is also the order of their paramete
 Every piece is a constructor argument, so ``get_params`` reaches each setting by a nested
 key (``retriever__k1``, ``retriever__weights``, ``decay__strength_growth``) and a sweep
 records them all.
+
+The LLM steps (an LLM expander: ``MultiQueryExpander``, ``HyDEExpander``; an
+``LLMRelevanceFilter`` among the selectors) work once per query: their products (the
+expanded queries, the filter's verdict) are kept for the query and reused by its later
+searches, and their calls are reported by ``llm_usage``.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
+from contextlib import ExitStack, contextmanager
+from typing import Any, Iterator
 
 from ..base import Param
 from ..capabilities import Capabilities, any_part, capabilities_of
 from ..context import ScoreBasedContextCreator
+from ..llm.base import UsesLLM, sum_usage
 from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
 from ..filters import Where
@@ -60,6 +67,18 @@ class RetrievalStrategy(Strategy):
 
     Changing a parameter with ``set_params`` starts the memory afresh: a strategy's state
     is a function of its configuration and of what it observed since.
+
+    LLM steps and cost: an LLM expander is asked once per query (``ExpansionRetriever``
+    keeps its queries while the index is unchanged), and an LLM selector (``UsesLLM``:
+    ``LLMRelevanceFilter``) judges a query's candidates once: a later search of the same
+    query (same where and now, nothing observed since; e.g. ``build_context`` after
+    ``retrieve``) keeps, of its candidates, those the first verdict kept, in the first
+    verdict's order. ``llm_usage`` sums the tallies of every ``UsesLLM`` part.
+
+    ``peek()`` (``Strategy.peek``): a search inside it reinforces nothing, runs no garbage
+    collection (every ``DecayRetriever`` of the configuration is held ``quiet``) and leaves
+    the memoised search alone; the strategy ``honours_peek`` unless a retriever handed in
+    changes state on search by other means.
 
     In the context, a recalled turn's score is its retrieval score divided by the top
     hit's score (so the best recall scores 1.0, like the newest history turn); a turn that
@@ -138,6 +157,14 @@ class RetrievalStrategy(Strategy):
         self._last_recall: tuple[str, float | None] | None = None
         self._version = 0  # bumped by every change of what a search sees (observe, reinforce)
         self._memo: tuple[tuple, int, list[Hit]] | None = None
+        # per LLM selector (by position): the last query's key and the hits its verdict kept
+        self._verdicts: dict[int, tuple[tuple, list[Hit]]] = {}
+        # what peek() holds quiet: the strategy's own decay and any DecayRetriever handed in
+        self._quiet = ([self._decay] if self._decay is not None else []) + \
+            [c for c in self.components() if isinstance(c, DecayRetriever)]
+        self._llm_steps = list({id(c): c for c in self.components() if isinstance(c, UsesLLM)}.values())
+        for step in self._llm_steps:  # llm_usage counts from the last reset
+            step.reset_usage()
         self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
         self._creator = ScoreBasedContextCreator(token_counter=self._counter,
                                                  token_limit=self.token_limit)
@@ -149,7 +176,22 @@ class RetrievalStrategy(Strategy):
         found = super().capabilities()
         reinforces = self.decay is not None and self.reinforce != "none"  # recalls strengthen memories
         return dataclasses.replace(found, exact_search=self._exact,
-                                   search_changes_state=found.search_changes_state or reinforces)
+                                   search_changes_state=found.search_changes_state or reinforces,
+                                   honours_peek=not self._unheld())
+
+    def _unheld(self) -> list[Any]:
+        """Parts whose searches change state in a way ``peek`` cannot hold back: those that
+        declare it themselves (none of their parts does) and are no ``DecayRetriever``."""
+        def changes(c: Any) -> bool:
+            return capabilities_of(c).search_changes_state
+
+        return [c for c in self.components() if changes(c) and not isinstance(c, DecayRetriever)
+                and not any(changes(p) for p in c.components())]
+
+    def llm_usage(self) -> dict[str, int]:
+        """What the LLM steps of the configuration (every ``UsesLLM`` part: an LLM expander,
+        an ``LLMRelevanceFilter``) spent since the last reset: the sum of their tallies."""
+        return sum_usage([step.usage for step in self._llm_steps]).as_dict()
 
     def _selectors(self) -> list[Any]:
         if self.selection is None:
@@ -176,7 +218,7 @@ class RetrievalStrategy(Strategy):
         hits = [_copy_hit(h) for h in self._ranked(query, n, where, now)[:k]]
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
-        if self.reinforce == "returned" and (query, now) != self._last_recall:
+        if self.reinforce == "returned" and not self.peeking and (query, now) != self._last_recall:
             self._last_recall = (query, now)
             self._reinforce([h.id for h in hits], now)
         return hits
@@ -194,11 +236,39 @@ class RetrievalStrategy(Strategy):
         memo = self._memo
         if memo is not None and memo[0] == key and (memo[1] == n or (self._exact and memo[1] > n)):
             return memo[2][:n]
-        hits = self._chain.search(query, n, where=where, now=now)
-        for selector in self._selectors():
-            hits = selector.select(query, hits, n)
-        self._memo = (key, n, hits) if self._memoisable else None
+        with self._held():
+            hits = self._chain.search(query, n, where=where, now=now)
+        # the query's LLM products hold while nothing new was observed (reinforcement only
+        # re-weighs the same candidates)
+        asked = (query, key[1], now, len(self._history))
+        for position, selector in enumerate(self._selectors()):
+            hits = self._select(position, selector, asked, query, hits, n)
+        if not self.peeking:  # a peek's deeper list must not displace the probe's own search
+            self._memo = (key, n, hits) if self._memoisable else None
         return hits
+
+    def _select(self, position: int, selector: Any, asked: tuple, query: str, hits: list[Hit],
+                n: int) -> list[Hit]:
+        """``selector.select``; an LLM selector's verdict on a query is asked once and reused
+        (see the class docstring)."""
+        if not isinstance(selector, UsesLLM):
+            return selector.select(query, hits, n)
+        known = self._verdicts.get(position)
+        if known is not None and known[0] == asked:
+            present = {h.id for h in hits}
+            return [_copy_hit(h) for h in known[1] if h.id in present][:n]
+        chosen = selector.select(query, hits, n)
+        self._verdicts[position] = (asked, [_copy_hit(h) for h in chosen])
+        return chosen
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """While peeking, every ``DecayRetriever`` of the chain is ``quiet``."""
+        with ExitStack() as stack:
+            if self.peeking:
+                for part in self._quiet:
+                    stack.enter_context(part.quiet())
+            yield
 
     def store_size(self) -> int:
         """Records indexed by the retriever (fewer than observed once decay forgets some)."""

@@ -57,7 +57,11 @@ def test_llm_expanders_are_query_expanders_for_the_retrieval_layer():
         ["Where does Ann live?", "ann live", "anns lives", "ann live anns lives"]
     assert [h.id for h in retriever.search("Where does Ann live?", 2)] == ["a"]
     assert hyde.expand("Where does Ann live?", retriever) == ["Where does Ann live?", "ann live anns lives."]
-    assert multi.usage.calls == 2 and hyde.usage.calls == 1  # retriever.search expanded once more
+    # retriever.search reuses the expansion queries() made: one LLM call per query
+    assert multi.usage.calls == 1 and hyde.usage.calls == 1
+    retriever.add([MemoryRecord("user", "Cy lives in Rome", id="c")])  # a new index: expanded anew
+    assert [h.id for h in retriever.search("Where does Ann live?", 2)][0] == "a"
+    assert multi.usage.calls == 2
 
 
 def test_multi_query_parsing_through_loopback(server, chat_llm):

@@ -46,7 +46,7 @@ def test_set_query_params_keep_rate_reaches_the_memory_it_scores_with(name):
 def test_declared_on_the_bases():
     assert Capabilities() == Capabilities(frozenset(), False, False, False, False)
     assert strategies.get("window").capabilities().query_time_params == {"keep_rate", "token_limit"}
-    assert strategies.get("bm25").capabilities() == Capabilities(exact_search=True)
+    assert strategies.get("bm25").capabilities() == Capabilities(exact_search=True, honours_peek=True)
     assert strategies.get("oracle").capabilities().uses_gold
     assert capabilities_of(BM25Retriever()).exact_search
     assert capabilities_of(VectorRetriever()).exact_search  # the numpy store is exact
@@ -57,6 +57,10 @@ def test_declared_on_the_bases():
     reinforcing = DecayRetriever(BM25Retriever(), Ebbinghaus(), reinforce="returned")
     assert capabilities_of(reinforcing).search_changes_state
     assert not capabilities_of(DecayRetriever(BM25Retriever(), Ebbinghaus(), reinforce="none")).search_changes_state
+    # peek holds every DecayRetriever quiet, a user's one handed in included
+    assert RetrievalStrategy(retriever=reinforcing.clone()).capabilities().honours_peek
+    assert strategies.get("hybrid_decay", embedder="hashing").capabilities().honours_peek
+    assert not strategies.get("window").capabilities().honours_peek  # its search changes nothing anyway
     # a composite is stochastic when a part is
     drawn = RetrievalStrategy(decay=Ebbinghaus(stochastic=True))
     assert drawn.capabilities().stochastic and not drawn._memoisable

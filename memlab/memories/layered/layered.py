@@ -53,9 +53,14 @@ class LayeredMemory(Strategy):
     ``reset()`` removes from a ``long_term`` handed in only the memories it wrote (data
     already there stays); ``clone()`` gets a long-term memory of its own (see
     ``LongTermMemory.clone``). Retrieval results are memoised per (query, k, where, now)
-    until the memory changes, so ``retrieve`` followed by ``build_context`` searches (and
-    calls an expander) once.
+    until the memory changes, so ``retrieve`` followed by ``build_context`` searches once;
+    the query's rewrite and expansions (LLM calls) are kept per (query, where, now) until
+    the memory changes, so a search of the same query at another depth makes no LLM call.
+    Inside ``peek()`` (``Strategy.peek``) ``retrieve`` runs no extraction of buffered turns
+    and leaves the memo alone; retrieval never reinforces, so nothing else moves.
     """
+
+    honours_peek = True
 
     constraints = {
         "short_term": Param(ShortTermMemory, none=True),
@@ -112,6 +117,7 @@ class LayeredMemory(Strategy):
 
     def _clear_state(self) -> None:
         self._memo: tuple[Any, WorkingState] | None = None
+        self._products: tuple[Any, str, list[str]] | None = None  # the last query's rewrite, expansions
         self._version = 0
         self._newest: float | None = None
         self._last_state: WorkingState | None = None
@@ -143,22 +149,37 @@ class LayeredMemory(Strategy):
         await adrive(self._observe(record))
 
     def _retrieval(self, query: str, k: int, where: Where | None, now: float | None
-                   ) -> Generator[Op, Any, list[Hit]]:
-        if self.flush_on_retrieve and self._update.pending:
+                   ) -> Generator[Op, Any, WorkingState]:
+        """The retrieve step's state for ``query`` at depth ``max(k, retrieve_step.k)``."""
+        if self.flush_on_retrieve and self._update.pending and not self.peeking:
             yield Op(self._update.flush, self._update.aflush, self._layers)
             self._version += 1
         key, state = self._new_state(query, k, where, now)
-        if self._memo is None or self._memo[0] != key:
-            self._memo = (key, (yield Op(self._retrieve.run, self._retrieve.arun, state, self._layers)))
-        return self._memo[1].retrieved[:k]
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[1]
+        asked = key[:1] + key[2:]  # the key but the depth: what the rewrite and expansions depend on
+        known = self._products
+        if known is not None and known[0] == asked and known[2]:  # (none: the memory was empty)
+            state.query, state.queries = known[1], list(known[2])
+            done = self._retrieve.search_again(state, self._layers)
+        else:
+            done = yield Op(self._retrieve.run, self._retrieve.arun, state, self._layers)
+            self._products = (asked, done.query, list(done.queries))
+        if not self.peeking:  # a peek's deeper search must not displace the probe's own
+            self._memo = (key, done)
+        return done
+
+    def _retrieved(self, query: str, k: int, where: Where | None, now: float | None
+                   ) -> Generator[Op, Any, list[Hit]]:
+        return (yield from self._retrieval(query, k, where, now)).retrieved[:k]
 
     def retrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                  now: float | None = None) -> list[Hit]:
-        return drive(self._retrieval(query, k, where, now))
+        return drive(self._retrieved(query, k, where, now))
 
     async def aretrieve(self, query: str, k: int = 5, *, where: Where | None = None,
                         now: float | None = None) -> list[Hit]:
-        return await adrive(self._retrieval(query, k, where, now))
+        return await adrive(self._retrieved(query, k, where, now))
 
     def hit_tokens(self, hits: list[Hit]) -> list[int]:
         """Tokens of each hit as its line of the memory message (``Load.line_tokens``)."""
@@ -166,8 +187,7 @@ class LayeredMemory(Strategy):
 
     def _context(self, query: str, now: float | None) -> Generator[Op, Any, Context]:
         state = self._prepare(query, now)
-        yield from self._retrieval(query, self._retrieve.k, None, now)
-        self._copy_retrieval(state)
+        self._copy_retrieval(state, (yield from self._retrieval(query, self._retrieve.k, None, now)))
         yield Op(self._filter.run, self._filter.arun, state, self._layers)
         self._load.run(state, self._layers)
         return self._finish(state).context  # type: ignore[return-value]
@@ -266,9 +286,7 @@ class LayeredMemory(Strategy):
     def _prepare(self, query: str, now: float | None) -> WorkingState:
         return WorkingState(question=query, now=self._now(now), where=self._where(None))
 
-    def _copy_retrieval(self, state: WorkingState) -> None:
-        assert self._memo is not None
-        done = self._memo[1]
+    def _copy_retrieval(self, state: WorkingState, done: WorkingState) -> None:
         state.query, state.queries = done.query, list(done.queries)
         state.retrieved = done.retrieved[:self._retrieve.k]
         state.trace.extend(done.trace)

@@ -117,5 +117,13 @@ class Retrieve(Step):
     def run(self, state: WorkingState, layers: Layers) -> WorkingState:
         return drive(self._program(state, layers))
 
+    def search_again(self, state: WorkingState, layers: Layers) -> WorkingState:
+        """``run`` for a state whose ``query`` and ``queries`` an earlier run made for the same
+        question on the same memory: the search only, no rewrite, no expansion (no LLM call).
+        ``LayeredMemory`` asks it for another depth of a query it has already retrieved."""
+        if not self._skip(state, layers):
+            self._search(state, layers)
+        return state
+
     async def arun(self, state: WorkingState, layers: Layers) -> WorkingState:
         return await adrive(self._program(state, layers))

@@ -464,7 +464,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         handler = {"eval": cmd_eval, "sweep": cmd_sweep, "compare": cmd_compare,
                    "strategies": cmd_strategies, "serve-llm": cmd_serve_llm}[args.command]
-        return handler(args)
+        from .eval.user_modules import registrations_restored
+
+        # what --import (or a sweep file's imports) registers lasts for this command only: run
+        # in-process (a test, a notebook), main leaves the registries as it found them
+        with registrations_restored():
+            return handler(args)
     except (_UsageError, MemlabError, OSError, ValueError, TypeError, SyntaxError) as exc:
         # bad input (a file, a flag, a value): one line, no traceback
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -19,6 +19,28 @@ def _private_embedding_cache(tmp_path_factory):
     yield
 
 
+# --- each test leaves the registries as it found them ----------------------------------------
+# Strategies and metrics are registered process-wide (a user file's @register, an in-process
+# sweep's imports); one test's registrations must not reach the next, or the outcome depends on
+# the order the tests run in (a user metric adds its columns to every later sweep). The module
+# scope catches what a module-scoped fixture registers; the function scope what a test does.
+
+@pytest.fixture(autouse=True, scope="module")
+def _registries_per_module():
+    from memlab.eval.user_modules import registrations_restored
+
+    with registrations_restored():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _registries_per_test(_registries_per_module):
+    from memlab.eval.user_modules import registrations_restored
+
+    with registrations_restored():
+        yield
+
+
 def toml_value(value) -> str:
     """``value`` written as TOML (strings, numbers, booleans, lists, inline tables)."""
     if isinstance(value, bool):

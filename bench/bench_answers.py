@@ -4,7 +4,8 @@ Runs ``memlab.eval.answer_study.answer_study`` (the computation of notebook 10_a
 slice ``answer_slices`` builds: the first ``--locomo-questions`` scored questions of the first
 ``--locomo-conversations`` LoCoMo conversation(s) and the first ``--lme-questions`` LongMemEval
 oracle dev questions, for each of ``--strategies``, with ``LocalLLM`` (default: the bundled
-Gemma 3 270M on the CPU) answering and judging. Prints the device and model, then per slice x
+Gemma 3 270M on the CPU) answering and judging. Prints the device and model, the judge's model
+and prompt sets (``name@version``, also in the JSON: ``judge_model``, ``judge_prompt_sets``), then per slice x
 strategy: n (answered questions with a gold), answer_f1, answer_containment, judge:lenient,
 judge:strict, context_recall (means with 95% cluster-bootstrap intervals, dialogues
 resampled: ``memlab.eval.metrics.summarize``) and seconds per answer; the loss split; judge
@@ -15,6 +16,11 @@ figure, also written (atomically) to ``--out``.
     python bench/bench_answers.py                                   # the notebook's slice, CPU
     python bench/bench_answers.py --locomo-questions 2 --lme-questions 2 --strategies oracle,bm25_plus
     python bench/bench_answers.py --model big.gguf --n-gpu-layers -1   # a GPU build, a larger GGUF
+
+The record carries the run's ``provenance`` (``memlab.eval.provenance.run_provenance``, with
+the sha256 of the LoCoMo and LongMemEval files read) and each table row's ``config_hash``
+(``config_hash``: the strategy as the study configures it, the slice's file and selection,
+the model and the answer settings).
 """
 
 from __future__ import annotations
@@ -65,6 +71,34 @@ def _ci(rec: dict[str, Any], m: str) -> str:
     return f"{mean:.3f} [{lo:.2f}, {hi:.2f}]"
 
 
+#: What the study replays with (``answer_study``'s defaults, which run() does not change).
+PROTOCOL = {"ks": [1, 5], "k_max": 5, "budget": 4096}
+
+
+def slice_files() -> dict[str, Any]:
+    """The file each slice of ``answer_slices`` is read from (None: not on this machine)."""
+    from memlab.eval.answer_study import LME_SLICE, LOCOMO_SLICE
+    from memlab.eval.paths import LONGMEMEVAL_ORACLE, locomo_path, longmemeval_path
+
+    return {LOCOMO_SLICE: locomo_path(), LME_SLICE: longmemeval_path(LONGMEMEVAL_ORACLE)}
+
+
+def config_hash(strategy: str, slice_name: str, record: dict[str, Any], data_sha256: str) -> str:
+    """configuration_hash of one table row: the strategy as ``study_configs`` builds it from
+    the record's settings, the slice's file, and the slice (its dataset hash: which dialogues
+    and questions), model, answer settings and judge prompt sets as the protocol."""
+    from memlab import strategies
+    from memlab.eval.configuration import configuration_hash
+
+    params = study_configs(record["embedder"], record["full_context_tokens"], record["layered_tokens"])[strategy]
+    protocol = {**PROTOCOL, "slice": slice_name, "slice_dataset_hash": record["slices"][slice_name]["dataset_hash"],
+                "model": record["model"], "n_ctx": record["n_ctx"], "n_gpu_layers": record["n_gpu_layers"],
+                "answer_tokens": record["answer_tokens"]}
+    if record.get("judge_prompt_sets"):  # the judges' words (name@version); runs before them did not say
+        protocol["judge_prompt_sets"] = record["judge_prompt_sets"]
+    return configuration_hash(strategies.get(strategy, **params), [data_sha256], protocol)
+
+
 def main() -> int:
     try:
         return run()
@@ -97,6 +131,14 @@ def run() -> int:
               file=sys.stderr)
         return 2
 
+    from memlab.eval.provenance import run_provenance
+
+    from memlab.eval.answer_study import LME_SLICE, LOCOMO_SLICE
+
+    asked = {LOCOMO_SLICE: bool(args.locomo_conversations and args.locomo_questions), LME_SLICE: bool(args.lme_questions)}
+    files = {name: f for name, f in slice_files().items() if asked[name] and f is not None}
+    wanted = list(files.values())
+    provenance = run_provenance(data=wanted)  # before the run: the files answer_slices reads
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     llm = LocalLLM(model_path=args.model, n_threads=args.n_threads, n_gpu_layers=args.n_gpu_layers, n_ctx=args.n_ctx)
@@ -121,6 +163,13 @@ def run() -> int:
     figures["llm_calls"], figures["prompt_tokens"], figures["completion_tokens"] = (
         usage.calls, usage.prompt_tokens, usage.completion_tokens)
 
+    # a judge's figures mean something only with its words and its model: both are recorded and printed
+    figures["judge_model"] = str(results["judge_model"].iloc[0]) if len(results) else None
+    figures["judge_prompt_sets"] = {c[len("judge_prompt_set:"):]: str(results[c].iloc[0])
+                                    for c in results.columns if str(c).startswith("judge_prompt_set:")}
+    print(f"judge: model {figures['judge_model']}; prompt sets "
+          + ", ".join(f"judge:{n} = {i}" for n, i in figures["judge_prompt_sets"].items()))
+
     summary = study_table(results)
     print(f"\nper slice x strategy ({len(answers)} answers, {figures['failed_rows']} failed rows; "
           f"mean [95% CI, dialogues resampled]):")
@@ -129,10 +178,15 @@ def run() -> int:
     print(table(["slice", "strategy", "n", *shown, "s/answer", "s/judged"],
                 [[r["slice"], r["strategy"], int(r["n_scored"]), *(_ci(r, m) for m in shown),
                   r["seconds_per_answer"], r["judge_seconds_per_answer"]] for r in recs]))
+    from memlab.eval.provenance import file_sha256
+
+    sha = {name: file_sha256(f) for name, f in files.items() if f is not None}
     figures["table"] = [{"slice": r["slice"], "strategy": r["strategy"], "n": int(r["n_scored"]),
                          **{m: [r[m], r[f"{m}_ci_low"], r[f"{m}_ci_high"]] for m in STUDY_METRICS},
                          "seconds_per_answer": r["seconds_per_answer"],
-                         "judge_seconds_per_answer": r["judge_seconds_per_answer"]} for r in recs]
+                         "judge_seconds_per_answer": r["judge_seconds_per_answer"],
+                         "config_hash": config_hash(r["strategy"], r["slice"], figures, sha[r["slice"]])}
+                        for r in recs]
 
     rater = loss_rater(results)
     split = study_loss_split(results, rater=rater)
@@ -160,6 +214,7 @@ def run() -> int:
     figures["wall_seconds"] = time.perf_counter() - started
     figures["load_avg_1m_start"], figures["load_avg_1m_end"] = load_start, os.getloadavg()[0]
     figures["machine"] = machine()
+    figures["provenance"] = provenance
     print(f"\n{figures['answers']} answers on {figures['device']} in {figures['wall_seconds']:.0f} s wall; "
           f"load average (1 min) {load_start:.2f} at start, {figures['load_avg_1m_end']:.2f} at end "
           f"({figures['machine']['cpus']} CPUs)")

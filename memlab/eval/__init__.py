@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "permutation_test": "compare", "to_markdown": "compare",
     "plot_metric_vs_param": "plots", "plot_pareto": "plots", "plot_by_category": "plots",
     "plot_metric_at_k": "plots", "pareto_front": "plots",
-    "save_results": "results", "load_results": "results", "provenance": "results",
+    "save_results": "results", "load_results": "results", "run_provenance": "provenance",
     "inspect_probes": "inspect", "ProbeTable": "inspect", "miss_reasons": "inspect",
     "miss_counts": "inspect", "miss_crosstab": "inspect", "question_type": "inspect",
 }

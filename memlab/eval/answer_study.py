@@ -21,7 +21,13 @@ It returns the replay's tidy frame, one row per probe, with these columns added:
   slice's rows (one value per slice x strategy); ``judge_seconds_per_answer`` likewise for
   labelling them with every judge prompt;
 - provenance: ``model`` and ``device`` (``llm_identity``), ``judge_model``, ``answer_tokens``,
-  ``judge_prompts`` (the prompt names, comma-separated) and ``loss_judge``.
+  ``judge_prompts`` (the prompt names, comma-separated), ``loss_judge`` and
+  ``judge_prompt_set`` (``name@version`` of the loss judge's set, the one behind
+  ``judge_correct``); ``judge_rows`` adds ``judge_prompt_set:<name>`` per judge column.
+
+The replay adds ``locomo_f1`` (LoCoMo's official score, ``memlab.eval.locomo_score``) beside
+``answer_f1`` on the LoCoMo slice; the slice leaves the adversarial (category 5) questions out,
+so LoCoMo's category-5 rule never applies in the study.
 
 ``study_table``, ``study_loss_split`` and ``study_agreement`` read that frame (answered rows
 only) into the tables that the notebook ``10_answers`` and ``bench/bench_answers.py`` print.
@@ -39,7 +45,8 @@ from typing import Any
 import pandas as pd
 
 from ..base import MemlabError
-from .answers import Answerer, add_answer_scores, judge_agreement, judge_rows
+from .answers import Answerer, make_judges, add_answer_scores, judge_agreement, judge_rows
+from .answers import llm_identity as llm_identity  # re-exported: it lived here before
 from .dataset import Dataset
 from .loss import loss_split, loss_stage
 from .metrics import summarize
@@ -93,17 +100,6 @@ def study_configs(embedder: str = "e5", full_context_tokens: int = 1500,
             "layered": {"embedder": embedder, "load_step__token_limit": layered_tokens}}
 
 
-def llm_identity(llm: Any) -> tuple[str, str]:
-    """``(model, device)`` of an LLM client: ``LocalLLM``'s ``model_id()`` and ``device()``,
-    ``OpenAIChat``'s model and base URL (``"endpoint"`` without one), else the ``model``
-    attribute (or the class name) and ``"cpu"``."""
-    if hasattr(llm, "model_id") and hasattr(llm, "device"):
-        return str(llm.model_id()), str(llm.device())
-    if hasattr(llm, "resolved_model"):
-        return str(llm.resolved_model()), str(getattr(llm, "base_url", None) or "endpoint")
-    return str(getattr(llm, "model", None) or type(llm).__name__), "cpu"
-
-
 def answer_study(llm: Any, slices: Mapping[str, Dataset], strategies: Sequence[str] = STUDY_STRATEGIES, *,
                  judge_llm: Any = None, judge_prompts: Mapping[str, str] | None = None,
                  loss_judge: str = "lenient", configs: Mapping[str, Mapping[str, Any]] | None = None,
@@ -112,7 +108,9 @@ def answer_study(llm: Any, slices: Mapping[str, Dataset], strategies: Sequence[s
     """Every strategy answers every slice with ``llm``; one row per probe (module docstring).
 
     ``judge_llm`` labels the answers (default: ``llm``), with ``judge_prompts`` (default
-    ``memlab.llm.prompts.JUDGE_PROMPTS``: lenient and strict); ``configs`` maps a strategy
+    ``memlab.llm.prompts.JUDGE_PROMPTS``: lenient and strict; anything ``judge_rows`` takes, e.g.
+    ``["lenient", "longmemeval"]`` for LongMemEval slices only: a set with one prompt per
+    question type raises on a question of another type, as LongMemEval's script does); ``configs`` maps a strategy
     name to its parameters (default ``study_configs()``); ``ks``, ``k_max`` and ``budget``
     (the token budget the ranked lists are retrieved for) go to ``replay``. An LLM call that
     fails for good is a row with ``error`` set (``replay``) or a NaN label (``judge_rows``)."""
@@ -126,14 +124,16 @@ def answer_study(llm: Any, slices: Mapping[str, Dataset], strategies: Sequence[s
             raise MemlabError(f"answer_study: slice {name!r} must be a memlab Dataset, got {type(ds).__name__}")
     if isinstance(strategies, str) or not strategies:
         raise MemlabError(f"answer_study: strategies must be a non-empty list of names, got {strategies!r}")
-    prompts = dict(JUDGE_PROMPTS if judge_prompts is None else judge_prompts)
+    judge_llm = llm if judge_llm is None else judge_llm
+    # each prompt resolved to its named, versioned set once: every row names the set that judged it
+    prompts = {name: judge.prompts for name, judge in
+               make_judges(judge_llm, JUDGE_PROMPTS if judge_prompts is None else judge_prompts).items()}
     if loss_judge not in prompts:
         raise MemlabError(f"answer_study: loss_judge {loss_judge!r} is not one of the judge prompts {sorted(prompts)}")
     configs = dict(study_configs() if configs is None else configs)
     unknown = [s for s in strategies if s not in configs]
     if unknown:
         raise MemlabError(f"answer_study: no configuration for strategies {unknown}; configured: {sorted(configs)}")
-    judge_llm = llm if judge_llm is None else judge_llm
     model, device = llm_identity(llm)
     judge_model, _ = llm_identity(judge_llm)
     answerer = Answerer(llm, max_tokens=answer_tokens)
@@ -158,6 +158,7 @@ def answer_study(llm: Any, slices: Mapping[str, Dataset], strategies: Sequence[s
             rows["model"], rows["device"], rows["judge_model"] = model, device, judge_model
             rows["answer_tokens"] = answer_tokens
             rows["judge_prompts"] = ",".join(prompts)
+            rows["judge_prompt_set"] = prompts[loss_judge].id
             rows["loss_judge"] = loss_judge
             parts.append(rows)
     return pd.concat(parts, ignore_index=True)
@@ -180,9 +181,12 @@ def _in_study_order(table: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
 def study_table(results: pd.DataFrame, metrics: Sequence[str] = STUDY_METRICS, ci: bool = True) -> pd.DataFrame:
     """Per slice x strategy: ``n_scored`` answered questions with a gold, the mean of each of
     ``metrics`` over them with its 95% cluster-bootstrap interval (``summarize``: dialogues
-    resampled, seeded) and ``seconds_per_answer``, ``judge_seconds_per_answer``."""
+    resampled, seeded), ``seconds_per_answer``, ``judge_seconds_per_answer``, and who judged:
+    ``judge_model`` and ``judge_prompt_set:<name>`` per judge (``name@version``)."""
     table = summarize(answered_rows(results), by=["slice", "strategy"], metrics=list(metrics), ci=ci)
-    seconds = results.groupby(["slice", "strategy"])[["seconds_per_answer", "judge_seconds_per_answer"]].first()
+    named = [c for c in results.columns if c == "judge_model" or str(c).startswith("judge_prompt_set:")]
+    seconds = results.groupby(["slice", "strategy"])[["seconds_per_answer", "judge_seconds_per_answer",
+                                                      *named]].first()
     return _in_study_order(table.merge(seconds.reset_index(), on=["slice", "strategy"]), results)
 
 

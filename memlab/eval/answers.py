@@ -5,9 +5,10 @@ answered from it. Both need an LLM (``OpenAIChat`` for a real endpoint, ``Offlin
 the deterministic offline stand-in, which answers with the context sentence that shares
 most terms with the question).
 
-Token F1 (SQuAD / LoCoMo): both strings are normalised (lower case, punctuation and the
-articles a/an/the removed, whitespace collapsed), split on whitespace (and CJK text into
-single characters) and, by default, Porter-stemmed as LoCoMo's evaluation does; with ``c`` the multiset of shared tokens,
+Token F1 (SQuAD-style, memlab's own ``answer_f1``): both strings are normalised (lower case,
+punctuation and the articles a/an/the removed, whitespace collapsed), split on whitespace (and
+CJK text into single characters) and, by default, Porter-stemmed (LoCoMo's scorer stems too;
+its own score differs, see ``locomo_f1`` below); with ``c`` the multiset of shared tokens,
 ``precision = c / |prediction|``, ``recall = c / |gold|``, ``F1 = 2 P R / (P + R)``
 (0 when nothing is shared; 1 when both are empty).
 
@@ -15,10 +16,26 @@ Containment (``containment``): the share of the gold's tokens found in the predi
 ``c / |gold|`` (token F1's recall; 1 when the gold has no tokens). A small model that echoes a
 whole evidence line contains the gold yet gets a low F1 (precision punishes the extra words).
 
-The judge follows the mem0 paper's LLM-as-judge: it sees the question, the gold answer
-and the generated one and labels it CORRECT or WRONG, lenient about wording and length
-(``LENIENT_JUDGE_PROMPT``); ``STRICT_JUDGE_PROMPT`` asks for every gold fact and no
-contradiction. ``judge_rows`` labels a replay's answers with several prompts and
+LoCoMo's official score (``locomo_f1``, its own normalisation, stemmer, multi-hop and
+adversarial rules) is ``memlab.eval.locomo_score``; the replay writes it beside ``answer_f1``
+for LoCoMo questions.
+
+The judge speaks one named, versioned prompt set (``memlab.llm.prompts.JudgePromptSet``; every
+judge result names it as ``judge_prompt_set`` = ``name@version``, beside ``judge_model``):
+
+- ``lenient@v1`` (default) follows the mem0 paper's LLM-as-judge: it sees the question, the
+  gold answer and the generated one and labels it CORRECT or WRONG, lenient about wording and
+  length (``LENIENT_JUDGE_PROMPT``); ``strict@v1`` asks for every gold fact and no
+  contradiction. A reply is read by ``parse_judgement``: 1.0, 0.0, NaN for neither label;
+- ``longmemeval@v1`` is LongMemEval's judge (``evaluate_qa.py``): one yes/no prompt per
+  question type, the probe's ``category`` (single-session-user / -assistant and multi-session
+  share one; temporal-reasoning forgives off-by-one day counts; knowledge-update accepts an
+  old value beside the updated one; single-session-preference reads the gold as a rubric),
+  and the abstention prompt for a probe id containing ``_abs``. A reply is read as the source
+  reads it (``parse_yes_no``): 1.0 when "yes" is in the lower-cased reply, else 0.0, never
+  NaN; a reply with neither the word yes nor no is still counted as a format error.
+
+``judge_rows`` labels a replay's answers with several prompts and
 ``judge_agreement`` says how far they agree: Cohen's kappa between two label columns,
 ``kappa = (p_o - p_e) / (1 - p_e)`` with ``p_o`` the share of rows where both agree and
 ``p_e = sum_k p_a(k) p_b(k)`` the agreement expected by chance from each column's label
@@ -33,13 +50,20 @@ import math
 import re
 import string
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from ..base import Component, ConfigError, MemlabError
 from ..llm.base import for_client
-from ..llm.prompts import JUDGE_PROMPTS, JUDGE_SCHEMA, LENIENT_JUDGE_PROMPT
-from ..text import porter_stem
-from ..text import HAN, KANA
+from ..llm.prompts import (
+    JUDGE_PROMPTS,
+    LENIENT_JUDGE_PROMPT,
+    JudgePromptSet,
+    judge_prompt_set,
+    template_prompt_set,
+)
+from ..text import HAN, KANA, porter_stem
+from .locomo_score import locomo_f1 as locomo_f1, probe_locomo_f1 as probe_locomo_f1  # LoCoMo's official score
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CJK_OR_WORD = re.compile(f"[{KANA}{HAN}]|[^{KANA}{HAN}]+")
@@ -48,7 +72,7 @@ _PUNCT = str.maketrans("", "", string.punctuation)
 ANSWER_INSTRUCTION = ("Answer the question using the conversation above. Answer in a short phrase; "
                       "if the conversation does not say, answer \"I don't know\".")
 
-JUDGE_PROMPT = LENIENT_JUDGE_PROMPT  # the mem0-style lenient judge (memlab.llm.prompts)
+JUDGE_PROMPT = LENIENT_JUDGE_PROMPT  # the mem0-style lenient judge's text (memlab.llm.prompts, lenient@v1)
 
 
 def normalize_answer(text: str) -> str:
@@ -115,6 +139,26 @@ def parse_judgement(text: str) -> float:
     return 1.0 if match.group(1) == "CORRECT" else 0.0
 
 
+def parse_yes_no(text: str) -> float:
+    """LongMemEval's reading of a judge reply (``evaluate_qa.py``: ``'yes' in
+    eval_response.lower()``): 1.0 when "yes" occurs anywhere in the lower-cased reply, else 0.0."""
+    return 1.0 if "yes" in str(text).lower() else 0.0
+
+
+_YES_NO_WORD = re.compile(r"\b(yes|no)\b")
+
+
+def llm_identity(llm: Any) -> tuple[str, str]:
+    """``(model, device)`` of an LLM client: ``LocalLLM``'s ``model_id()`` and ``device()``,
+    ``OpenAIChat``'s model and base URL (``"endpoint"`` without one), else the ``model``
+    attribute (or the class name) and ``"cpu"``."""
+    if hasattr(llm, "model_id") and hasattr(llm, "device"):
+        return str(llm.model_id()), str(llm.device())
+    if hasattr(llm, "resolved_model"):
+        return str(llm.resolved_model()), str(getattr(llm, "base_url", None) or "endpoint")
+    return str(getattr(llm, "model", None) or type(llm).__name__), "cpu"
+
+
 class Answerer(Component):
     """Asks ``llm`` the question with the built context as the conversation."""
 
@@ -129,24 +173,75 @@ class Answerer(Component):
 
 
 class LLMJudge(Component):
-    """Labels a generated answer CORRECT (1.0) or WRONG (0.0) against the gold answer.
+    """Scores a generated answer against the gold answer: 1.0 (correct) or 0.0 (wrong).
 
-    The request carries ``JUDGE_SCHEMA`` (``{"label": "CORRECT" | "WRONG"}``): a client with
-    structured output (``LocalLLM`` by default) can then only answer one of the two labels."""
+    ``prompt_set`` names the prompts (``memlab.llm.prompts.JUDGE_PROMPT_SETS``: ``lenient``,
+    the default, ``strict``, ``longmemeval``; a name, ``name@version`` or a ``JudgePromptSet``);
+    ``prompt`` instead gives one label template of your own (with ``{question}``, ``{gold}``,
+    ``{prediction}``; named ``custom@sha-<digest>`` unless it is a registered set's text).
 
-    def __init__(self, llm: Any, prompt: str = JUDGE_PROMPT):
+    The request carries the set's schema (``JUDGE_SCHEMA``: ``{"label": "CORRECT" | "WRONG"}``,
+    or ``YES_NO_SCHEMA``: ``{"answer": "yes" | "no"}``): a client with structured output
+    (``LocalLLM`` by default) can then only answer one of the two. ``identity()`` is what a
+    result records: ``judge_prompt_set`` (``name@version``) and ``judge_model``."""
+
+    def __init__(self, llm: Any, prompt: str | None = None, prompt_set: Any = None):
         self.llm = llm
         self.prompt = prompt
-        for field in ("{question}", "{gold}", "{prediction}"):
-            if field not in prompt:
-                raise ConfigError(f"judge prompt must contain {field}")
+        self.prompt_set = prompt_set
+        self._on_params_changed()
 
-    def judge(self, question: str, gold: str, prediction: str):
-        """(score, completion): score 1.0 / 0.0, NaN if the reply was neither label."""
-        text = self.prompt.format(question=question, gold=gold, prediction=prediction)
+    def _on_params_changed(self) -> None:
+        if self.prompt is not None and self.prompt_set is not None:
+            raise ConfigError(f"LLMJudge: give prompt (one template of your own) or prompt_set (a named set), "
+                              f"not both; got prompt={self.prompt[:60]!r}... and prompt_set={self.prompt_set!r}")
+        if self.prompt is not None:
+            if not isinstance(self.prompt, str):
+                raise ConfigError(f"LLMJudge parameter 'prompt': expected a template string, got "
+                                  f"{type(self.prompt).__name__}")
+            for field in ("{question}", "{gold}", "{prediction}"):
+                if field not in self.prompt:
+                    raise ConfigError(f"LLMJudge parameter 'prompt': a judge prompt must contain {field}, "
+                                      f"got {self.prompt[:120]!r}")
+            self._set = template_prompt_set(self.prompt)
+        else:
+            try:
+                self._set = judge_prompt_set("lenient" if self.prompt_set is None else self.prompt_set,
+                                             "LLMJudge parameter 'prompt_set'")
+            except MemlabError as exc:
+                raise ConfigError(str(exc)) from None
+        self._model: str | None = None
+
+    @property
+    def prompts(self) -> JudgePromptSet:
+        """The prompt set this judge speaks."""
+        return self._set
+
+    def identity(self) -> dict[str, str]:
+        """``{"judge_prompt_set": "<name>@<version>", "judge_model": <model>}`` (``llm_identity``)."""
+        if self._model is None:  # a LocalLLM reads its model file's size: once is enough
+            self._model = llm_identity(self.llm)[0]
+        return {"judge_prompt_set": self._set.id, "judge_model": self._model}
+
+    def judge(self, question: str, gold: Any, prediction: str, category: Any = None, probe_id: Any = None):
+        """(score, completion): 1.0 / 0.0, or NaN for a label reply that is neither label.
+
+        ``category`` (the probe's question type) and ``probe_id`` choose the template of a set
+        with one per type (``JudgePromptSet.template_for``)."""
+        text = self._set.render(question, gold, prediction, category, probe_id)
         completion = self.llm.complete([{"role": "user", "content": text}],
-                                       **for_client(self.llm, {"max_tokens": 16, "schema": JUDGE_SCHEMA}))
+                                       **for_client(self.llm, {"max_tokens": self._set.max_tokens,
+                                                               "schema": self._set.schema}))
+        if self._set.protocol == "yes/no":
+            return parse_yes_no(completion.text), completion
         return parse_judgement(completion.text), completion
+
+    def unreadable(self, score: float, completion: Any) -> bool:
+        """Whether a reply lacked the asked format: a NaN label, or a yes/no reply with neither
+        word (LongMemEval still reads it as no, and so does ``judge``)."""
+        if self._set.protocol == "yes/no":
+            return _YES_NO_WORD.search(str(completion.text).lower()) is None
+        return math.isnan(score)
 
 
 def add_answer_scores(rows: Any, stem: bool = True) -> Any:
@@ -157,32 +252,79 @@ def add_answer_scores(rows: Any, stem: bool = True) -> Any:
     return rows.assign(answer_containment=values)
 
 
-def judge_rows(rows: Any, llm: Any, prompts: dict[str, str] | None = None) -> Any:
-    """``rows`` with a ``judge:<name>`` column per judge prompt (default ``JUDGE_PROMPTS``:
-    lenient and strict), each 1.0 / 0.0 / NaN (no prediction, no gold, or a reply that is neither
-    label), and ``judge_format_errors:<name>`` counting the replies that were neither. A judge call
-    that fails for good (``LLMError``) leaves NaN. Returns a new DataFrame."""
+def make_judges(llm: Any, prompts: Any) -> dict[str, LLMJudge]:
+    """One ``LLMJudge`` per column name: ``prompts`` maps names to label templates or prompt
+    sets (a ``JudgePromptSet``, a set name or ``name@version``), or lists set names."""
+    if prompts is None:
+        prompts = JUDGE_PROMPTS
+    if isinstance(prompts, (str, JudgePromptSet)):
+        prompts = [prompts]
+    if not isinstance(prompts, Mapping):
+        sets = [judge_prompt_set(p, "judge_rows parameter 'prompts'") for p in prompts]
+        prompts = {s.name: s for s in sets}
+    out = {}
+    for name, value in prompts.items():
+        if isinstance(value, str) and "{" not in value:  # a set's name, not a template
+            value = judge_prompt_set(value, f"judge_rows parameter 'prompts' [{name!r}]")
+        if isinstance(value, JudgePromptSet):
+            out[str(name)] = LLMJudge(llm, prompt_set=value)
+        else:
+            judge = LLMJudge(llm, prompt=value)
+            if judge.prompts.name == "custom":  # a template of the caller's: named by its column
+                judge = LLMJudge(llm, prompt_set=template_prompt_set(value, _set_name(name)))
+            out[str(name)] = judge
+    return out
+
+
+def _set_name(name: Any) -> str:
+    """A column name as a prompt-set name (lower case; other characters become '-')."""
+    cleaned = re.sub(r"[^a-z0-9_-]+", "-", str(name).lower()).strip("-")
+    return cleaned if cleaned[:1].isalpha() else f"custom-{cleaned}".rstrip("-")
+
+
+def judge_rows(rows: Any, llm: Any, prompts: Any = None) -> Any:
+    """``rows`` with a ``judge:<name>`` column per judge prompt, each 1.0 / 0.0 / NaN (no
+    prediction, no gold, or a label reply that is neither label); ``judge_format_errors:<name>``
+    marking the replies without the asked format; ``judge_prompt_set:<name>`` naming the set
+    that made the column (``name@version``); and ``judge_model`` (``llm_identity``). A judge call
+    that fails for good (``LLMError``) leaves NaN. Returns a new DataFrame.
+
+    ``prompts``: default ``JUDGE_PROMPTS`` (``lenient@v1`` and ``strict@v1``); a mapping of
+    column name to a label template or a prompt set (a ``JudgePromptSet``, a name,
+    ``name@version``), or a list of set names (each its own column: ``["longmemeval"]``). A set
+    with one template per question type reads each row's ``category`` and ``probe_id``."""
     from ..llm.base import LLMError
 
-    prompts = dict(JUDGE_PROMPTS if prompts is None else prompts)
+    judges = make_judges(llm, prompts)
     out = rows.copy()
-    for name, prompt in prompts.items():
-        judge = LLMJudge(llm, prompt)
+    categories = rows["category"] if "category" in rows else [None] * len(rows)
+    ids = rows["probe_id"] if "probe_id" in rows else [None] * len(rows)
+    for name, judge in judges.items():
         labels, bad = [], []
-        for q, g, p in zip(rows["query"], rows["answer"], rows["prediction"]):
+        for q, g, p, c, i in zip(rows["query"], rows["answer"], rows["prediction"], categories, ids):
             score = float("nan")
             unreadable = False
             if isinstance(p, str) and isinstance(g, str):
                 try:
-                    score, _ = judge.judge(q, g, p)
-                    unreadable = math.isnan(score)
+                    score, completion = judge.judge(q, g, p, category=c, probe_id=i)
+                    unreadable = judge.unreadable(score, completion)
                 except LLMError:
                     pass
             labels.append(score)
             bad.append(unreadable)
         out[f"judge:{name}"] = labels
         out[f"judge_format_errors:{name}"] = bad
+        out[f"judge_prompt_set:{name}"] = judge.prompts.id
+    out["judge_model"] = next(iter(judges.values())).identity()["judge_model"] if judges else None
     return out
+
+
+def _first(rows: Any, column: str) -> Any:
+    """The first non-missing value of ``column`` in ``rows``, None when absent."""
+    if column not in rows:
+        return None
+    values = rows[column].dropna()
+    return values.iloc[0] if len(values) else None
 
 
 def judge_agreement(rows: Any, f1_threshold: float = 0.5) -> tuple[Any, Any]:
@@ -190,8 +332,9 @@ def judge_agreement(rows: Any, f1_threshold: float = 0.5) -> tuple[Any, Any]:
 
     Returns ``(accuracy, pairs)``: ``accuracy`` has one row per judge prompt (``judge``,
     ``accuracy`` = mean label over labelled rows, ``n_labelled``, ``unreadable`` = NaN labels
-    where an answer existed) plus a ``token_f1>=T`` row (``answer_f1 >= f1_threshold`` as a
-    label); ``pairs`` one row per pair of those columns (``a``, ``b``, ``kappa``, ``agreement``
+    where an answer existed, ``prompt_set`` = its ``judge_prompt_set:<name>`` and
+    ``judge_model``, None where the rows do not say) plus a ``token_f1>=T`` row
+    (``answer_f1 >= f1_threshold`` as a label, no prompt set nor model); ``pairs`` one row per pair of those columns (``a``, ``b``, ``kappa``, ``agreement``
     = share of rows labelled alike, ``n``). The spread of accuracy across prompts is
     ``accuracy.accuracy.max() - min()`` over the judge rows."""
     import pandas as pd
@@ -207,9 +350,12 @@ def judge_agreement(rows: Any, f1_threshold: float = 0.5) -> tuple[Any, Any]:
     acc = []
     for name, values in labels.items():
         kept = [v for v in values if not _isnan(v)]
+        judged = name != f1_name
         acc.append({"judge": name, "accuracy": sum(kept) / len(kept) if kept else float("nan"),
                     "n_labelled": len(kept),
-                    "unreadable": int(sum(1 for v, ok in zip(values, answered) if ok and _isnan(v)))})
+                    "unreadable": int(sum(1 for v, ok in zip(values, answered) if ok and _isnan(v))),
+                    "prompt_set": _first(rows, f"judge_prompt_set:{name}") if judged else None,
+                    "judge_model": _first(rows, "judge_model") if judged else None})
     pairs = []
     keys = list(labels)
     for i, a in enumerate(keys):

@@ -10,6 +10,15 @@ from ..base import MemlabError
 from .dataset import Dataset
 
 
+def dataset_files(path: str | Path) -> list[Path]:
+    """The files ``load_any(path)`` reads: ``path`` itself, or a folder's .json / .json.gz files
+    (not hidden ones), sorted. Records hash exactly these (``memlab.eval.provenance``)."""
+    path = Path(path)
+    if not path.is_dir():
+        return [path]
+    return sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz")) and not p.name.startswith("."))
+
+
 def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dataset:
     """A dataset file, or a folder of native dataset files merged into one dataset."""
     from .loaders import load_dataset
@@ -18,8 +27,7 @@ def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dat
     if not path.exists():
         raise MemlabError(f"{path}: no such file or folder")
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz"))
-                       and not p.name.startswith("."))
+        files = dataset_files(path)
         if not files:
             raise MemlabError(f"{path}: folder has no .json (or .json.gz) dataset files")
         parts = [load_dataset(str(f), format=format, **options) for f in files]

@@ -14,7 +14,10 @@ the turn it follows. One row per probe records:
 - sessions: gold_sessions (the probe's evidence sessions, ``gold_sessions``) and
   retrieved_sessions (per ranked hit, the sessions of its source turns; ids that are no
   turn of the dialogue map to none), read by the session metrics
-  (``memlab.eval.metrics.sessions``);
+  (``memlab.eval.metrics.sessions``); gold_turn_sessions (the sessions holding the gold
+  turns) and retrieved_source_sessions (per ranked hit, the session of each source turn,
+  None for an id that is no turn), read by LongMemEval's metrics
+  (``memlab.eval.metrics.longmemeval``);
 - context view: context_ids (source turns in the built context), context_record_ids,
   context_tokens;
 - lifecycle: stale_evidence (the probe's superseded turns), store_size (records the
@@ -207,6 +210,10 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
                 "gold_sessions": list(gold_s),
                 "retrieved_sessions": [list(dict.fromkeys(session_of[i] for i in h.memory_record.source_ids
                                                           if i in session_of)) for h in hits],
+                "gold_turn_sessions": list(dict.fromkeys(session_of[t] for t in probe.evidence
+                                                         if t in session_of)),
+                "retrieved_source_sessions": [[session_of.get(i) for i in h.memory_record.source_ids]
+                                              for h in hits],
             })
             charged_after = usage  # the answerer's calls are counted apart, never as the strategy's
             if answerer is not None:
@@ -241,20 +248,22 @@ def gold_sessions(probe: Any, session_of: dict[str, str], sessions: set[str] | N
 
 def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], probe: Any) -> dict[str, Any]:
     """prediction, answer_f1 and judge_correct (NaN without a gold answer or a judge), with their tokens."""
-    from .answers import token_f1
+    from .answers import probe_locomo_f1, token_f1
 
     completion = answerer.answer(messages, probe.query)
     gold = probe.answer
     out: dict[str, Any] = {
         "prediction": completion.text,
         "answer_f1": token_f1(completion.text, gold) if gold is not None else float("nan"),
+        "locomo_f1": probe_locomo_f1(completion.text, probe),  # LoCoMo's own score; NaN off LoCoMo
         "judge_correct": float("nan"),
         "answer_prompt_tokens": completion.prompt_tokens,
         "answer_completion_tokens": completion.completion_tokens,
         "judge_tokens": 0,
     }
     if judge is not None and gold is not None:
-        score, verdict = judge.judge(probe.query, gold, completion.text)
+        score, verdict = judge.judge(probe.query, gold, completion.text, probe.category, probe.id)
+        out.update(judge.identity())  # judge_prompt_set (name@version) and judge_model
         out["judge_correct"] = score
         out["judge_tokens"] = verdict.prompt_tokens + verdict.completion_tokens
     return out

@@ -1,4 +1,4 @@
-"""Saving and loading result tables without loss, and the provenance every row carries.
+"""Saving and loading result tables without loss (their provenance: ``memlab.eval.provenance``).
 
 ``save_results`` picks the format from the extension: ``.parquet`` or ``.csv``. Columns of
 lists, dicts or mixed objects (``gold``, ``retrieved_ids``, ``retrieved_source_ids``, ...)
@@ -15,9 +15,6 @@ import io
 import json
 import math
 import os
-import platform
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
@@ -186,38 +183,3 @@ def load_results(path: str) -> pd.DataFrame:
 
 def _text_dtype(dtype: str | None) -> bool:
     return dtype is not None and (dtype == "str" or dtype.startswith("string"))
-
-
-def _git_commit(path: str | None) -> tuple[str, bool | None]:
-    # default: the checkout memlab itself was imported from, not wherever the user stands
-    cwd = path or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        # untracked files count: a new, uncommitted module can change the numbers as much as an edit
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=normal"], cwd=cwd,
-                                capture_output=True, text=True, timeout=10, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "unknown", None
-    return (commit or "unknown"), (bool(status.strip()) if commit else None)
-
-
-def provenance(path: str | None = None, user_modules: Any = ()) -> dict[str, Any]:
-    """Where results came from: memlab version, git commit (of ``path``, default the
-    folder memlab was imported from; "unknown" outside a repository), whether the checkout had
-    uncommitted changes or untracked files (None if unknown), Python, numpy and pandas
-    versions, platform, and ``user_modules``: the sha256 of each imported user module file
-    (``imports`` of a sweep file), keyed by its path, so a changed strategy file shows."""
-    import hashlib
-
-    from .. import __version__
-    commit, dirty = _git_commit(path)
-    out = {"memlab_version": __version__, "git_commit": commit, "git_dirty": dirty,
-           "python_version": platform.python_version(), "numpy_version": np.__version__,
-           "pandas_version": pd.__version__, "platform": sys.platform}
-    modules = {}
-    for module in user_modules:
-        with open(module, "rb") as fh:
-            modules[os.path.abspath(module)] = hashlib.sha256(fh.read()).hexdigest()
-    out["user_modules"] = modules
-    return out

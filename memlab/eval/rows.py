@@ -41,6 +41,8 @@ class ProbeRow(TypedDict):
     error: str | None                  # why the probe failed (its metrics are then NaN)
     gold_sessions: list[str]           # the evidence sessions (the probe's own, else its gold turns')
     retrieved_sessions: list[list[str]]  # the sessions each ranked hit stands for, best first
+    gold_turn_sessions: list[str]      # the sessions holding the gold turns, in evidence order
+    retrieved_source_sessions: list[list[str | None]]  # each hit's source turns' sessions (None: no turn)
 
 
 class AnswerColumns(TypedDict):
@@ -48,7 +50,10 @@ class AnswerColumns(TypedDict):
 
     prediction: str | None             # the answering model's answer
     answer_f1: float                   # token F1 against the gold answer (NaN without one)
+    locomo_f1: float                   # LoCoMo's official score (memlab.eval.locomo_score; NaN off LoCoMo)
     judge_correct: float               # the judge's verdict, 1.0 or 0.0 (NaN without a judge)
+    judge_prompt_set: str | None       # the judge's prompt set, name@version (None without a judge)
+    judge_model: str | None            # the judge's model (None without a judge)
     answer_prompt_tokens: int
     answer_completion_tokens: int
     judge_tokens: int

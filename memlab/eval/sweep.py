@@ -49,7 +49,7 @@ from .dataset import Dataset
 from .replay import replay, replay_variants, shares_observation
 # The checks, the outputs and the user imports live in their own modules; every name below
 # was defined here before and stays importable from here (``X as X``: a re-export).
-from .dataset_files import load_any as load_any
+from .dataset_files import dataset_files, load_any as load_any
 from .sweep_config import (
     _COLUMN_ARGS as _COLUMN_ARGS, _TOP_KEYS, _check_plots, _dataset, _did_you_mean, _need_table,
     _positive_int as _positive_int, _run_options, _short as _short, _strategy_specs, check_output_dir,
@@ -179,6 +179,9 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     for module in imports:
         import_user_module(base_dir / module)
     dataset = _dataset(config.get("dataset"), base_dir, where)
+    # the files behind it, hashed into provenance.json: a record names the exact data it read
+    data_path = Path(str(config["dataset"]["path"]))
+    data_path = data_path if data_path.is_absolute() else base_dir / data_path
     specs = _strategy_specs(config, where)
     ks, k_max, budgets, jobs, out = _run_options(config.get("run", {}), where, n_jobs, output)
     grid = config.get("grid")
@@ -229,5 +232,6 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
                          cells=cells)
     if out_dir is not None:
         result.output = write_outputs(result, out_dir, plots, where,
-                                      user_modules=[base_dir / m for m in imports])
+                                      user_modules=[base_dir / m for m in imports],
+                                      data=dataset_files(data_path))
     return result

@@ -26,9 +26,11 @@ class SweepResult:
 
 
 def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, Any]], where: str,
-                  user_modules: Sequence[Path] = ()) -> Path:
-    """results.parquet, summary.csv, summary.md and one PNG per plot in ``out``."""
-    from .results import provenance, save_results
+                  user_modules: Sequence[Path] = (), data: Sequence[Path] = ()) -> Path:
+    """results.parquet, summary.csv, summary.md, provenance.json (``run_provenance`` with the
+    sha256 of the ``data`` files read) and one PNG per plot in ``out``."""
+    from .provenance import run_provenance
+    from .results import save_results
 
     from ..atomic import atomic_files, atomic_write, atomic_write_text
 
@@ -46,8 +48,10 @@ def write_outputs(result: SweepResult, out: Path, plots: Sequence[Mapping[str, A
         with atomic_write(out / "summary.csv", "w", encoding="utf-8", newline="") as fh:
             result.summary.to_csv(fh, index=False)
         atomic_write_text(out / "summary.md", summary_markdown(result))
-        atomic_write_text(out / "provenance.json",
-                          json.dumps(provenance(user_modules=user_modules), indent=2) + "\n")
+        provenance = run_provenance(data=data, user_modules=user_modules)
+        if result.cells is not None:  # cells kept from an earlier run are that run's, not this one's
+            provenance["cells"] = {"computed": result.cells.computed, "reused": result.cells.reused}
+        atomic_write_text(out / "provenance.json", json.dumps(provenance, indent=2) + "\n")
         for name, fig in figures.items():
             with atomic_write(out / name.replace("@", "_at_"), "wb") as fh:
                 fig.savefig(fh, dpi=120, bbox_inches="tight", format=Path(name).suffix[1:] or "png")

@@ -8,8 +8,11 @@ read its inputs back, so the offline stand-in answers exactly what memlab asks.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import string
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..base import MemlabError
@@ -326,3 +329,206 @@ JUDGE_SCHEMA: dict[str, Any] = _object({"label": {"type": "string", "enum": ["CO
 
 #: The judge prompts an answer-level run compares (``memlab.eval.answers.judge_rows``).
 JUDGE_PROMPTS: dict[str, str] = {"lenient": LENIENT_JUDGE_PROMPT, "strict": STRICT_JUDGE_PROMPT}
+
+
+# -- judge prompt sets: named, versioned, one template per question type ---------------------
+# A judge result is only comparable with another made by the same words: every answer-level
+# table names the set that made it as ``name@version`` (``JudgePromptSet.id``). A set's text
+# never changes under its version; a changed text is a new version (tests pin each digest).
+
+#: LongMemEval's judge prompts (Wu et al., ICLR 2025), byte for byte: repository
+#: xiaowu0162/LongMemEval, file src/evaluation/evaluate_qa.py, ``get_anscheck_prompt``, at
+#: commit 9e0b455f1ef0e2ab8f2e582289761153549043fc. Fields are positional, filled as the source
+#: does (``template.format(question, answer, response)``). Lines are split here for reading only.
+# single-session-user, single-session-assistant, multi-session
+_LME_BASIC = (  # evaluate_qa.py line 27
+    "I will give you a question, a correct answer, and a response from a model. "
+    "Please answer yes if the response contains the correct answer. Otherwise, answer no. "
+    "If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. "
+    "If the response only contains a subset of the information required by the answer, answer no. \n\n"
+    "Question: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\n"
+    "Is the model response correct? Answer yes or no only.")
+# temporal-reasoning: off-by-one day counts are not penalised
+_LME_TEMPORAL = (  # evaluate_qa.py line 30
+    "I will give you a question, a correct answer, and a response from a model. "
+    "Please answer yes if the response contains the correct answer. Otherwise, answer no. "
+    "If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. "
+    "If the response only contains a subset of the information required by the answer, answer no. "
+    "In addition, do not penalize off-by-one errors for the number of days. "
+    "If the question asks for the number of days/weeks/months, etc., and the model makes off-by-one errors (e.g., predicting 19 days when the answer is 18), the model's response is still correct. "
+    "\n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\n"
+    "Is the model response correct? Answer yes or no only.")
+_LME_KNOWLEDGE_UPDATE = (  # evaluate_qa.py line 33
+    "I will give you a question, a correct answer, and a response from a model. "
+    "Please answer yes if the response contains the correct answer. Otherwise, answer no. "
+    "If the response contains some previous information along with an updated answer, the response should be considered as correct as long as the updated answer is the required answer.\n\n"
+    "Question: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\n"
+    "Is the model response correct? Answer yes or no only.")
+# single-session-preference: the gold is a rubric
+_LME_PREFERENCE = (  # evaluate_qa.py line 36
+    "I will give you a question, a rubric for desired personalized response, and a response from a model. "
+    "Please answer yes if the response satisfies the desired response. Otherwise, answer no. "
+    "The model does not need to reflect all the points in the rubric. "
+    "The response is correct as long as it recalls and utilizes the user's personal information correctly.\n\n"
+    "Question: {}\n\nRubric: {}\n\nModel Response: {}\n\n"
+    "Is the model response correct? Answer yes or no only.")
+# abstention (a question id containing '_abs', whatever its type): the gold is an explanation
+_LME_ABSTENTION = (  # evaluate_qa.py line 41
+    "I will give you an unanswerable question, an explanation, and a response from a model. "
+    "Please answer yes if the model correctly identifies the question as unanswerable. "
+    "The model could say that the information is incomplete, or some other information is given but the asked information is not.\n\n"
+    "Question: {}\n\nExplanation: {}\n\nModel Response: {}\n\n"
+    "Does the model correctly identify the question as unanswerable? Answer yes or no only.")
+
+#: The protocols a judge reply is read by: ``label`` (memlab's: ``{"label": "CORRECT" | "WRONG"}``,
+#: ``memlab.eval.answers.parse_judgement``) and ``yes/no`` (LongMemEval's: 1.0 when "yes" is in the
+#: lower-cased reply, else 0.0, ``parse_yes_no``).
+JUDGE_PROTOCOLS = ("label", "yes/no")
+#: The template key of a set with one template for every question type.
+ANY_TYPE = "*"
+#: The template key LongMemEval uses for abstention questions, chosen by the question id.
+ABSTENTION = "abstention"
+#: What marks an abstention question in a LongMemEval question id (``'_abs' in question_id``).
+ABSTENTION_MARK = "_abs"
+
+#: The answer a yes/no judge prompt asks for under structured output: ``{"answer": "yes" | "no"}``
+#: (read as LongMemEval reads a reply: "yes" in the lower-cased text; "answer" holds no "yes").
+YES_NO_SCHEMA: dict[str, Any] = _object({"answer": {"type": "string", "enum": ["yes", "no"]}}, "memlab_judge_yes_no")
+
+_SET_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+_LABEL_FIELDS = ("{question}", "{gold}", "{prediction}")
+
+
+@dataclass(frozen=True, eq=False)
+class JudgePromptSet:
+    """A named, versioned set of judge prompts (``memlab.eval.answers.LLMJudge``).
+
+    ``templates`` maps a question type (a probe's ``category``) to its template; ``ANY_TYPE``
+    (``"*"``) serves every type; ``ABSTENTION`` serves any probe whose id contains
+    ``ABSTENTION_MARK`` when the set has it (LongMemEval's rule). ``protocol`` says how the
+    template is filled and the reply read: ``label`` templates name their fields
+    (``{question}``, ``{gold}``, ``{prediction}``) and ask for a CORRECT/WRONG label;
+    ``yes/no`` templates have three positional fields (question, gold, answer) and ask for
+    yes or no. ``max_tokens`` is the reply's budget; ``source`` says where the words come from.
+    ``id`` is ``name@version``, the name every judge result carries."""
+
+    name: str
+    version: str
+    templates: dict[str, str]
+    protocol: str = "label"
+    max_tokens: int = 16
+    source: str = "memlab"
+
+    def __post_init__(self) -> None:
+        where = "JudgePromptSet"
+        if not isinstance(self.name, str) or not _SET_NAME.match(self.name):
+            raise MemlabError(f"{where} parameter 'name': expected lower-case letters, digits, '_' or '-', "
+                              f"got {self.name!r}")
+        if not isinstance(self.version, str) or not self.version or "@" in self.version:
+            raise MemlabError(f"{where} parameter 'version': expected a non-empty string without '@', "
+                              f"got {self.version!r}")
+        if self.protocol not in JUDGE_PROTOCOLS:
+            raise MemlabError(f"{where} parameter 'protocol': expected one of {', '.join(JUDGE_PROTOCOLS)}, "
+                              f"got {self.protocol!r}")
+        if not isinstance(self.templates, dict) or not self.templates or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.templates.items()):
+            raise MemlabError(f"{where} parameter 'templates': expected a non-empty dict of question type -> "
+                              f"template text, got {self.templates!r}"[:300])
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            raise MemlabError(f"{where} parameter 'max_tokens': expected an int >= 1, got {self.max_tokens!r}")
+        for key, text in self.templates.items():
+            if self.protocol == "label":
+                missing = [f for f in _LABEL_FIELDS if f not in text]
+                if missing:
+                    raise MemlabError(f"{where} {self.name!r} parameter 'templates' [{key!r}]: a judge prompt "
+                                      f"must contain {', '.join(missing)}, got {text[:120]!r}")
+            else:
+                fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+                if fields != ["", "", ""]:
+                    raise MemlabError(f"{where} {self.name!r} parameter 'templates' [{key!r}]: a yes/no prompt "
+                                      f"must have three positional fields {{}} (question, gold, answer), got "
+                                      f"{fields!r}")
+
+    @property
+    def id(self) -> str:
+        """``name@version``: what judge results record as ``judge_prompt_set``."""
+        return f"{self.name}@{self.version}"
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The structured-output schema of the reply: ``JUDGE_SCHEMA`` or ``YES_NO_SCHEMA``."""
+        return JUDGE_SCHEMA if self.protocol == "label" else YES_NO_SCHEMA
+
+    @property
+    def question_types(self) -> list[str]:
+        """The question types with a template of their own (none for a set serving any type)."""
+        return [k for k in self.templates if k not in (ANY_TYPE, ABSTENTION)]
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the protocol and templates (canonical JSON): the text a version stands for."""
+        body = json.dumps([self.protocol, self.templates], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+    def template_for(self, category: Any = None, probe_id: Any = None) -> str:
+        """The template for a probe: the abstention one for an id containing ``ABSTENTION_MARK``
+        (when the set has one), else its category's, else ``ANY_TYPE``'s."""
+        if ABSTENTION in self.templates and isinstance(probe_id, str) and ABSTENTION_MARK in probe_id:
+            return self.templates[ABSTENTION]
+        if isinstance(category, str) and category in self.templates:
+            return self.templates[category]
+        if ANY_TYPE in self.templates:
+            return self.templates[ANY_TYPE]
+        raise MemlabError(f"judge prompt set {self.id!r} parameter 'category': expected a question type among "
+                          f"{', '.join(self.question_types)} (or a probe id containing {ABSTENTION_MARK!r}), "
+                          f"got {category!r} (probe {probe_id!r})")
+
+    def render(self, question: str, gold: Any, prediction: str, category: Any = None, probe_id: Any = None) -> str:
+        """The judge's user message for one answer."""
+        template = self.template_for(category, probe_id)
+        if self.protocol == "label":
+            return template.format(question=question, gold=gold, prediction=prediction)
+        return template.format(question, gold, prediction)
+
+
+LENIENT_JUDGE = JudgePromptSet("lenient", "v1", {ANY_TYPE: LENIENT_JUDGE_PROMPT},
+                               source="memlab's wording of the mem0 paper's LLM-as-judge")
+STRICT_JUDGE = JudgePromptSet("strict", "v1", {ANY_TYPE: STRICT_JUDGE_PROMPT}, source="memlab")
+LONGMEMEVAL_JUDGE = JudgePromptSet(
+    "longmemeval", "v1",
+    {"single-session-user": _LME_BASIC, "single-session-assistant": _LME_BASIC, "multi-session": _LME_BASIC,
+     "temporal-reasoning": _LME_TEMPORAL, "knowledge-update": _LME_KNOWLEDGE_UPDATE,
+     "single-session-preference": _LME_PREFERENCE, ABSTENTION: _LME_ABSTENTION},
+    protocol="yes/no", max_tokens=10,  # evaluate_qa.py asks for 10 tokens
+    source="xiaowu0162/LongMemEval src/evaluation/evaluate_qa.py @ 9e0b455f1ef0e2ab8f2e582289761153549043fc")
+
+#: The judge prompt sets memlab knows, by name (``judge_prompt_set``).
+JUDGE_PROMPT_SETS: dict[str, JudgePromptSet] = {s.name: s for s in (LENIENT_JUDGE, STRICT_JUDGE, LONGMEMEVAL_JUDGE)}
+
+
+def judge_prompt_set(value: Any, where: str = "parameter 'prompt_set'") -> JudgePromptSet:
+    """The ``JudgePromptSet`` ``value`` names: a set itself, a name (``"longmemeval"``) or
+    ``name@version`` (``"longmemeval@v1"``). Anything else is a MemlabError saying ``where``,
+    what came and the known names."""
+    if isinstance(value, JudgePromptSet):
+        return value
+    if isinstance(value, str):
+        name, _, version = value.partition("@")
+        found = JUDGE_PROMPT_SETS.get(name)
+        if found is not None and version in ("", found.version):
+            return found
+    known = ", ".join(JUDGE_PROMPT_SETS)
+    ids = ", ".join(s.id for s in JUDGE_PROMPT_SETS.values())
+    raise MemlabError(f"{where}: expected a judge prompt set name among {known} (or name@version: {ids}), "
+                      f"got {value!r}")
+
+
+def template_prompt_set(template: str, name: str = "custom") -> JudgePromptSet:
+    """The set of one label template: the registered set with exactly that text (so
+    ``JUDGE_PROMPTS["lenient"]`` is ``lenient@v1``), else a set ``name`` whose version is
+    ``sha-`` + the first 10 hex digits of the template's sha256 (the text is the version)."""
+    for known in JUDGE_PROMPT_SETS.values():
+        if known.templates == {ANY_TYPE: template}:
+            return known
+    digest = hashlib.sha256(str(template).encode("utf-8")).hexdigest()[:10]
+    return JudgePromptSet(name, f"sha-{digest}", {ANY_TYPE: template})

@@ -14,6 +14,7 @@ from ..embeddings.named import make_embedder
 from ..strategy import Context, Strategy
 from . import builtins as _builtins  # noqa: F401 (registers the recipes)
 from .memory import LongtermStrategy, WindowStrategy
+from .published import FlatBM25Strategy
 from .reference import FullContextStrategy, OracleStrategy
 from .registry import registry
 from .retrieval import RetrievalStrategy
@@ -24,5 +25,5 @@ register = registry.register
 # the peer adapters (CAMEL, LangChain, HTTP services) are in the registry's lazy name table
 # (``registry.ADAPTERS``): imported when first built, never by this package
 
-__all__ = ["Context", "FullContextStrategy", "LongtermStrategy", "OracleStrategy", "RetrievalStrategy", "SessionStrategy", "Strategy", "WindowStrategy", "build",
+__all__ = ["Context", "FlatBM25Strategy", "FullContextStrategy", "LongtermStrategy", "OracleStrategy", "RetrievalStrategy", "SessionStrategy", "Strategy", "WindowStrategy", "build",
            "build_strategy", "get", "make_embedder", "names", "register", "registry", "to_spec"]

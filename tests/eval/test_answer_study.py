@@ -36,8 +36,9 @@ pytestmark = pytest.mark.skipif(locomo_path() is None or longmemeval_path() is N
                                 reason="../shared/datasets (LoCoMo, LongMemEval oracle) absent")
 
 ADDED = ["slice", "answered", "loss_stage", "seconds_per_answer", "judge_seconds_per_answer", "model", "device",
-         "judge_model", "answer_tokens", "judge_prompts", "loss_judge"]
-JUDGED = ["judge:lenient", "judge_format_errors:lenient", "judge:strict", "judge_format_errors:strict"]
+         "judge_model", "answer_tokens", "judge_prompts", "loss_judge", "judge_prompt_set"]
+JUDGED = ["judge:lenient", "judge_format_errors:lenient", "judge_prompt_set:lenient", "judge:strict",
+          "judge_format_errors:strict", "judge_prompt_set:strict"]
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +64,13 @@ def _common_invariants(results: pd.DataFrame) -> None:
         unreadable = answers[f"judge:{name}"].isna()
         assert (answers[f"judge_format_errors:{name}"] == unreadable).all()
     assert results["judge_correct"].equals(results["judge:lenient"])
+    # every judge result names its prompt set (name@version) and model
+    assert set(results["judge_prompt_set"]) == {"lenient@v1"} and set(results["judge_prompt_set:strict"]) == {"strict@v1"}
+    assert results["judge_model"].notna().all()
+    # LoCoMo's official score beside token F1 on the LoCoMo slice, and only there
+    locomo = results["slice"] == LOCOMO_SLICE
+    assert results.loc[locomo & results["answered"], "locomo_f1"].notna().all()
+    assert results.loc[~locomo, "locomo_f1"].isna().all()
     for p, g, f1, c in zip(answers["prediction"], answers["answer"], answers["answer_f1"],
                            answers["answer_containment"]):
         assert f1 == token_f1(p, g) and c == containment(p, g)
@@ -86,6 +94,7 @@ def _common_invariants(results: pd.DataFrame) -> None:
     assert table["n_scored"].tolist() == scored.groupby(["slice", "strategy"], sort=False).size().tolist()
     for m in STUDY_METRICS:
         assert f"{m}_ci_low" in table.columns and f"{m}_ci_high" in table.columns
+    assert set(table["judge_prompt_set:lenient"]) == {"lenient@v1"} and table["judge_model"].notna().all()
 
 
 def test_the_slices():

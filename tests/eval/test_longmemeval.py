@@ -64,11 +64,12 @@ def test_evidence_from_has_answer_user_turns(ds):
                           "question_date": "2023/05/30 (Tue) 23:40"}
 
 
-def test_fallback_to_answer_session_and_reordering(ds):
+def test_no_user_evidence_is_unscored_as_longmemeval_skips_it_and_reordering(ds):
     d = ds.dialogue("q_ssa_2")
     assert [s.id for s in d.sessions] == [N("sharegpt_c3"), N("answer_s2")]   # sorted by date
     p = d.probes[0]
-    assert p.evidence == [f"{N('answer_s2')}:1"]           # the has_answer turn is an assistant turn
+    # the has_answer turn is an assistant turn: LongMemEval's run_retrieval.py skips the question
+    assert p.evidence == []
     assert p.answer == "60"
     both = load_dataset(MINI, evidence_roles=("user", "assistant"), roles=None).dialogue("q_ssa_2").probes[0]
     assert both.evidence == [f"{N('answer_s2')}:2"]
@@ -80,7 +81,7 @@ def test_abstention_unscored_and_report(ds):
     assert p.evidence == [] and p.metadata["abstention"] is True
     assert p.metadata["evidence_sessions"] == []   # unscored at the session level too
     assert ds.report.counts() == {"abstention_unscored": 1, "answer_int_to_str": 1,
-                                  "evidence_from_answer_sessions": 1, "sessions_reordered": 1}
+                                  "evidence_empty": 1, "sessions_reordered": 1}
 
 
 def test_bad_files(tmp_path):

@@ -18,6 +18,8 @@ from memlab.eval import replay
 from memlab.eval.lifecycle import add_stale_metrics, stale_metrics
 from memlab.eval.metrics import (CONTEXT_METRICS, RETRIEVAL_METRICS, budget_metrics, compute_metrics,
                                  context_metrics, metric_columns, retrieval_metrics)
+from memlab.eval.metrics.longmemeval import LONGMEMEVAL_COLUMNS, LONGMEMEVAL_METRICS, lme_session_scores, \
+    lme_turn_scores, item_labels
 from memlab.eval.metrics.sessions import (SESSION_BUDGET_METRICS, SESSION_METRICS, session_budget_metrics,
                                           session_metrics)
 from memlab.eval.replay import load_any
@@ -41,6 +43,9 @@ def reference_metrics(rows: pd.DataFrame, ks=KS, budgets=BUDGETS) -> pd.DataFram
     if sessions:
         names += [f"{m}@{b}tok" for b in budgets for m in SESSION_BUDGET_METRICS]
         names += [f"{m}@{k}" for m in SESSION_METRICS for k in ks]
+    lme = all(c in rows.columns for c in LONGMEMEVAL_COLUMNS)
+    if lme:
+        names += [f"{m}@{k}" for m in LONGMEMEVAL_METRICS for k in ks]
     records = []
     for _, row in rows.iterrows():
         gold = list(dict.fromkeys(str(g) for g in _list(row["gold"])))
@@ -56,6 +61,16 @@ def reference_metrics(rows: pd.DataFrame, ks=KS, budgets=BUDGETS) -> pd.DataFram
             items, gold_sessions = _list(row["retrieved_sessions"]), _list(row["gold_sessions"])
             values.update(session_metrics(items, gold_sessions, ks))
             values.update(session_budget_metrics(items, _list(row["retrieved_tokens"]), gold_sessions, budgets))
+        if lme:
+            units = [[i] if isinstance(i, str) else list(i) for i in retrieved]
+            labels = [lab for item in item_labels(units, _list(row["retrieved_source_sessions"]), gold,
+                                                  _list(row["gold_turn_sessions"])) for lab in item]
+            gold_labels = set(_list(row["gold_turn_sessions"])) if gold else set()
+            for k in ks:
+                s_scores = lme_session_scores(labels, gold_labels, len(gold), k)
+                t_scores = lme_turn_scores(units, set(gold), k)
+                for name, value in zip(LONGMEMEVAL_METRICS, s_scores + t_scores):
+                    values[f"{name}@{k}"] = value
         records.append(values)
     metrics = pd.DataFrame.from_records(records, index=rows.index, columns=names)
     out = rows.copy()

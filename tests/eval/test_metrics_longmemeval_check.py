@@ -1,4 +1,4 @@
-"""An independent check of the session metrics against LongMemEval's own metric code.
+"""memlab's lenient session metrics against LongMemEval's own metric code, where they agree.
 
 ``evaluate_retrieval`` and ``evaluate_retrieval_turn2session`` below are transcribed from
 LongMemEval, src/retrieval/eval_utils.py (https://github.com/xiaowu0162/LongMemEval,
@@ -7,8 +7,11 @@ NumPy 2) written as ``np.asarray(..., dtype=float)``. Their ``run_retrieval.py``
 every turn of the haystack (``rankings``: corpus indices, best first), names turn
 ``<session id>_<i>`` and takes a question's sessions by stripping the last ``_<i>``.
 
-On a few hundred random haystacks and rankings, memlab's ``session_hit_rate@k`` equals
-their session-level recall_any@k and ``session_recall_all@k`` their recall_all@k. Their
+On a few hundred random haystacks and rankings in which every turn of a gold session is
+gold (so LongMemEval renames no turn ``noans``), memlab's ``session_hit_rate@k`` equals
+their session-level recall_any@k and ``session_recall_all@k`` their recall_all@k. Real
+LongMemEval data has such turns, and there only the ``lme_*`` metrics equal LongMemEval's
+code (``tests/eval/test_longmemeval_protocol.py``). Their
 ndcg_any is a different quantity (one gain per retrieved turn, discount
 rel_1 + sum_{i>=2} rel_i / log2 i), so ``session_ndcg@k`` is checked against a textbook nDCG over the distinct-session
 ranking instead.

@@ -50,14 +50,17 @@ def test_every_built_in_per_row_function_equals_its_column():
     rows = replay(strategies.get("layered", embedder=None), load_any(ROOT / "datasets"), ks=(1, 5),
                   budgets=(64, 512))
     computed = [m for m in registered() if m.fn is not None]
-    assert {m.key for m in computed} >= {"recall@k", "session_ndcg@k", "context_recall", "tokens@Btok"}
+    assert {m.key for m in computed} >= {"recall@k", "session_ndcg@k", "context_recall", "tokens@Btok",
+                                            "lme_recall_any@k", "lme_turn_ndcg_any@k"}
     for n, (_, raw) in enumerate(rows.iterrows()):
         row = RowView(gold=list(dict.fromkeys(raw["gold"])),
                        items=[list(i) for i in (raw["retrieved_source_ids"] if raw["retrieved_source_ids"]
                                                 is not None else [[x] for x in raw["retrieved_ids"]])],
                        tokens=list(raw["retrieved_tokens"]), context=list(dict.fromkeys(raw["context_ids"])),
                        gold_sessions=list(raw["gold_sessions"]),
-                       retrieved_sessions=[list(s) for s in raw["retrieved_sessions"]])
+                       retrieved_sessions=[list(s) for s in raw["retrieved_sessions"]],
+                       gold_turn_sessions=list(raw["gold_turn_sessions"]),
+                       source_sessions=[list(s) for s in raw["retrieved_source_sessions"]])
         for m in computed:
             for col in m.columns((1, 5), (64, 512)):
                 want, got = raw[col], m.fn(row, parse_column(col).value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import numpy as np
@@ -11,7 +12,8 @@ from pandas.testing import assert_frame_equal
 
 import memlab
 from memlab.base import MemlabError
-from memlab.eval.results import load_results, provenance, save_results
+from memlab.eval.provenance import KEYS, command_line, run_provenance
+from memlab.eval.results import load_results, save_results
 
 
 def replay_rows() -> pd.DataFrame:
@@ -95,20 +97,71 @@ def test_provenance_in_a_git_repository(tmp_path):
     subprocess.run(["git", "commit", "-q", "-m", "c"], cwd=repo, check=True, env=env)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
                           check=True).stdout.strip()
-    p = provenance(str(repo))
+    p = run_provenance(repo=repo)
     assert p["git_commit"] == head and p["git_dirty"] is False
     (repo / "f.txt").write_text("2")
-    assert provenance(str(repo))["git_dirty"] is True
-    assert p["memlab_version"] == memlab.__version__
+    assert run_provenance(repo=repo)["git_dirty"] is True
+    assert p["packages"]["memlab"] == memlab.__version__
     import platform
-    assert p["python_version"] == platform.python_version()
+    assert p["packages"]["python"] == platform.python_version()
+    assert p["packages"]["numpy"] == np.__version__ and p["packages"]["pandas"] == pd.__version__
 
 
 def test_provenance_outside_a_repository(tmp_path):
-    p = provenance(str(tmp_path))
+    p = run_provenance(repo=tmp_path)
     assert p["git_commit"] == "unknown" and p["git_dirty"] is None
-    assert set(p) == {"memlab_version", "git_commit", "git_dirty", "python_version", "numpy_version",
-                      "pandas_version", "platform", "user_modules"}
+    assert tuple(p) == KEYS
+
+
+def test_provenance_names_the_command_date_machine_and_data(tmp_path):
+    import hashlib
+    import re
+
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "a.json").write_bytes(b"[1]")
+    (data / "sub").mkdir()
+    (data / "sub" / "b.json").write_bytes(b"[2]")
+    script = tmp_path / "bench" / "run.py"
+    p = run_provenance(["/usr/bin/python3", str(script), "--only", "bm25"], data=[data, data / "a.json"],
+                       repo=tmp_path)
+    # paths inside the checkout are made relative; a program outside it keeps only its name
+    assert p["command"] == ["python3", "bench/run.py", "--only", "bm25"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", p["date"])
+    assert p["data"] == {"d/a.json": hashlib.sha256(b"[1]").hexdigest(),
+                         "d/sub/b.json": hashlib.sha256(b"[2]").hexdigest()}
+    assert p["machine"]["cores"] == os.cpu_count() and set(p["machine"]) == {"cpu", "cores", "gpu", "platform"}
+    assert {"rank-bm25", "chromadb", "torch", "llama-cpp-python"} <= set(p["packages"])
+    with pytest.raises(OSError):  # a record never claims data it could not read
+        run_provenance([], data=[tmp_path / "missing.json"], repo=tmp_path)
+    # an absolute argument outside the checkout is kept as typed (only the program is shortened)
+    assert command_line(["x", str(tmp_path.parent / "shared" / "f.json")], root=tmp_path)[1].startswith("/")
+    # an entry point beside the interpreter is recorded as its name, without the interpreter
+    import sys
+    entry = os.path.join(os.path.dirname(sys.executable), "memlab")
+    assert command_line([sys.executable, entry, "sweep", str(tmp_path / "x.toml")], root=tmp_path) == [
+        "memlab", "sweep", "x.toml"]
+    # by default: this very process, as the interpreter was asked to run it
+    assert command_line()[0] == os.path.basename(sys.executable)
+    assert run_provenance([], data=[data / "a.json"], repo=data / "sub")["data"] == {
+        "../a.json": hashlib.sha256(b"[1]").hexdigest()}
+
+
+def test_provenance_without_cpuinfo_or_gpu_tool(monkeypatch):
+    from memlab.eval import provenance as prov
+
+    def no_file(*a, **k):
+        raise OSError("no /proc")
+
+    monkeypatch.setattr(prov, "open", no_file, raising=False)
+    monkeypatch.setattr(prov.shutil, "which", lambda name: None)
+    prov.machine.cache_clear()
+    try:
+        m = prov.machine()
+        assert m["gpu"] is None and m["cores"] == os.cpu_count()
+        assert m["cpu"] is None or isinstance(m["cpu"], str)
+    finally:
+        prov.machine.cache_clear()
 
 
 @pytest.mark.parametrize("ext", ["parquet", "csv"])

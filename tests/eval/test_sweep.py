@@ -201,7 +201,7 @@ def test_provenance_hashes_user_modules_and_counts_untracked_files(tmp_path, tin
     import json
     import subprocess
 
-    from memlab.eval.results import provenance
+    from memlab.eval.provenance import run_provenance
 
     module = tmp_path / "my_strategy.py"
     module.write_text("X = 1\n")
@@ -210,12 +210,18 @@ def test_provenance_hashes_user_modules_and_counts_untracked_files(tmp_path, tin
     run_config(config, base_dir=tmp_path)
     prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
     assert prov["user_modules"] == {str(module): hashlib.sha256(b"X = 1\n").hexdigest()}
+    # the dataset file the sweep read is named with its sha256
+    assert list(prov["data"].values()) == [hashlib.sha256(open(tiny_file, "rb").read()).hexdigest()]
+    assert prov["cells"] == {"computed": 4, "reused": 0}  # 2 strategies x 2 grid points, all run now
+    run_config(config, base_dir=tmp_path)
+    prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert prov["cells"] == {"computed": 0, "reused": 4}  # says the rows are an earlier run's
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     (repo / "a.py").write_text("a = 1\n")
     subprocess.run(["git", "-c", "user.email=x@y", "-c", "user.name=x", "add", "a.py"], cwd=repo, check=True)
     subprocess.run(["git", "-c", "user.email=x@y", "-c", "user.name=x", "commit", "-qm", "a"], cwd=repo, check=True)
-    assert provenance(str(repo))["git_dirty"] is False
+    assert run_provenance(repo=repo)["git_dirty"] is False
     (repo / "new_strategy.py").write_text("b = 2\n")           # untracked, not ignored
-    assert provenance(str(repo))["git_dirty"] is True
+    assert run_provenance(repo=repo)["git_dirty"] is True

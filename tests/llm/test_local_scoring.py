@@ -65,9 +65,15 @@ def _rows() -> pd.DataFrame:
 def test_judge_agreement_tables():
     accuracy, pairs = judge_agreement(_rows())
     assert accuracy.to_dict("records") == [
-        {"judge": "lenient", "accuracy": 1.0, "n_labelled": 3, "unreadable": 0},
-        {"judge": "strict", "accuracy": 0.5, "n_labelled": 2, "unreadable": 1},
-        {"judge": "token_f1>=0.5", "accuracy": 1 / 3, "n_labelled": 3, "unreadable": 0}]
+        # rows that do not name their prompt sets and judge model (judge_rows adds them) leave None
+        {"judge": "lenient", "accuracy": 1.0, "n_labelled": 3, "unreadable": 0, "prompt_set": None, "judge_model": None},
+        {"judge": "strict", "accuracy": 0.5, "n_labelled": 2, "unreadable": 1, "prompt_set": None, "judge_model": None},
+        {"judge": "token_f1>=0.5", "accuracy": 1 / 3, "n_labelled": 3, "unreadable": 0, "prompt_set": None,
+         "judge_model": None}]
+    named = _rows().assign(**{"judge_prompt_set:lenient": "lenient@v1", "judge_model": "m"})
+    table = judge_agreement(named)[0][["prompt_set", "judge_model"]].values.tolist()
+    assert [[v if isinstance(v, str) else None for v in r] for r in table] == [
+        ["lenient@v1", "m"], [None, "m"], [None, None]]
     got = {(r["a"], r["b"]): r for r in pairs.to_dict("records")}
     assert got[("lenient", "strict")]["agreement"] == 0.5 and got[("lenient", "strict")]["n"] == 2
     assert got[("lenient", "strict")]["kappa"] == 0.0   # p_o = .5, p_e = 1 * .5
@@ -88,8 +94,10 @@ def test_judge_rows_with_the_local_model():
     rows = pd.DataFrame({"query": ["What did Caroline paint?", "Where does Sam live?"],
                          "answer": ["a sunrise", "Berlin"], "prediction": ["a sunrise", None]})
     judged = judge_rows(rows, llm)
-    assert list(judged.columns[-4:]) == ["judge:lenient", "judge_format_errors:lenient",
-                                         "judge:strict", "judge_format_errors:strict"]
+    assert list(judged.columns[-7:]) == ["judge:lenient", "judge_format_errors:lenient", "judge_prompt_set:lenient",
+                                         "judge:strict", "judge_format_errors:strict", "judge_prompt_set:strict",
+                                         "judge_model"]
+    assert judged["judge_prompt_set:strict"].iloc[0] == "strict@v1" and judged["judge_model"].iloc[0] == llm.model_id()
     for name in ("lenient", "strict"):
         first = judged[f"judge:{name}"].iloc[0]
         assert first in (0.0, 1.0) or (math.isnan(first) and judged[f"judge_format_errors:{name}"].iloc[0])

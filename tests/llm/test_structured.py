@@ -20,6 +20,7 @@ from memlab.llm.openai_chat import response_format
 from memlab.llm.prompts import (
     EXTRACTION_SCHEMA,
     JUDGE_SCHEMA,
+    YES_NO_SCHEMA,
     abstract_schema,
     extract_prompt,
     extract_schema,
@@ -98,7 +99,7 @@ def test_offline_answers_already_follow_the_schemas():
 
 
 def test_schemas_convert_to_grammars():
-    for schema in (JUDGE_SCHEMA, extract_schema(["t1"]), extract_schema([]), filter_schema(5, 3), abstract_schema(6, 3, 3)):
+    for schema in (JUDGE_SCHEMA, YES_NO_SCHEMA, extract_schema(["t1"]), extract_schema([]), filter_schema(5, 3), abstract_schema(6, 3, 3)):
         assert "root ::=" in schema_grammar(schema)._grammar
     assert schema_grammar(JUDGE_SCHEMA) is schema_grammar(dict(JUDGE_SCHEMA))  # built once per schema
     assert 'relevant-item ::= "1" | "2" | "3"' in schema_grammar(filter_schema(3, 2))._grammar

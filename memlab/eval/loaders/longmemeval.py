@@ -36,13 +36,14 @@ question_id) with one probe (same id) asked after the last turn. Conventions:
   ``bench/bench_longmemeval.py`` measure what that costs).
   Dropped turns keep their place in the numbering (turn ids do not change).
 - **Evidence.** The kept turns whose role is in ``evidence_roles`` (default: user) and
-  that carry ``has_answer: true``; when there are none, the kept turns with those roles
-  of the answer sessions [evidence_from_answer_sessions]. ``probe.metadata
-  ["evidence_sessions"]`` = the neutral ids of ``answer_session_ids`` (the session-level
-  gold). Abstention questions (id ending ``_abs``) are unscored at both levels, as
-  LongMemEval leaves them out of retrieval scoring [abstention_unscored]; so are
-  questions left with no evidence [evidence_empty]; answer sessions absent from the
-  haystack are reported [answer_session_unknown].
+  that carry ``has_answer: true`` (a turn without the field counts as false: the oracle
+  file marks only the true ones). ``probe.metadata["evidence_sessions"]`` = the neutral
+  ids of ``answer_session_ids`` (the session-level gold of memlab's own session metrics).
+  The questions LongMemEval's retrieval scoring skips are unscored here too, at every
+  level: abstention questions (id ending ``_abs``) [abstention_unscored], and questions
+  with no evidence turn -- with the default roles, no user turn marked ``has_answer``
+  [evidence_empty]. Answer sessions absent from the haystack are reported
+  [answer_session_unknown].
 
 Errors naming the file, question, session/turn and field: a missing or non-string
 ``question_id``, ``question``, ``role`` or ``content``; a role that is not user, assistant
@@ -225,17 +226,11 @@ def _item(item: Any, index: int, path: str, report: LoadReport, evidence_roles: 
     evidence = has_answer
     answer_sessions = ([] if item.get("answer_session_ids") is None else
                        [str(s) for s in get_field(item, "answer_session_ids", "array", path, where)])
-    known_sessions = {s.id: s for s in sessions}
     for s in answer_sessions:
         if s not in to_neutral:
             report.add("answer_session_unknown", f"answer session {s!r} is not in the haystack",
                        dialogue=qid, probe=qid)
     gold_sessions = list(dict.fromkeys(to_neutral[s] for s in answer_sessions if s in to_neutral))
-    if not evidence and gold_sessions:
-        evidence = [t.id for s in gold_sessions for t in known_sessions[s].turns if t.role in evidence_roles]
-        if evidence:
-            report.add("evidence_from_answer_sessions", "no has_answer turn: answer sessions' turns used",
-                       dialogue=qid, probe=qid)
     abstention = qid.endswith("_abs")
     if abstention and (evidence or gold_sessions):
         # LongMemEval leaves abstention questions out of retrieval scoring: the asked fact
@@ -243,7 +238,11 @@ def _item(item: Any, index: int, path: str, report: LoadReport, evidence_roles: 
         report.add("abstention_unscored", "abstention question: evidence cleared", dialogue=qid, probe=qid)
         evidence, gold_sessions = [], []
     elif not evidence:
-        report.add("evidence_empty", "no evidence: probe kept, unscored", dialogue=qid, probe=qid)
+        # LongMemEval's run_retrieval.py skips a question with no user turn marked has_answer
+        # (in S dev: 40 single-session-assistant questions); scoring the answer sessions' turns
+        # instead would average over questions its figures leave out.
+        report.add("evidence_empty", f"no kept turn with a role in {list(evidence_roles)} is marked "
+                   f"has_answer: probe kept, unscored", dialogue=qid, probe=qid)
     answer = item.get("answer")
     if answer is not None and not isinstance(answer, str):
         report.add("answer_int_to_str", f"{answer!r} -> {str(answer)!r}", dialogue=qid, probe=qid)

@@ -10,7 +10,7 @@ k items (all of them when fewer), C_k the gold ids covered by T_k, G = |gold|.
 
 - ``hit_rate@k``        = 1 if some item of T_k is relevant, else 0   (TREC Success@k)
 - ``recall@k``          = |C_k| / G                                     (LoCoMo's recall)
-- ``recall_all@k``      = 1 if C_k = gold, else 0                       (LongMemEval's Recall@k)
+- ``recall_all@k``      = 1 if C_k = gold, else 0
 - ``relevance_ratio@k`` = (relevant items in T_k) / |T_k|; 0 if nothing was retrieved
   (precision over what was actually returned, not over k: a retriever returning 2 items
   for k=5, both gold, scores 1.0; a scored probe with an empty list scores 0, so it
@@ -52,9 +52,13 @@ Sessions
 --------
 With ``gold_sessions`` and ``retrieved_sessions`` in the rows (every replay writes them),
 the session-level metrics of ``memlab.eval.metrics.sessions`` are added as well
-(``session_hit_rate@k`` = LongMemEval's session recall_any@k, ``session_recall@k``,
+(``session_hit_rate@k``: some turn of an evidence session among the first k sessions; ``session_recall@k``,
 ``session_recall_all@k``, ``session_ndcg@k``, ``session_hit_rate@Btok``,
-``session_recall@Btok``; formulas there).
+``session_recall@Btok``; formulas there). These are memlab's own: any turn of an
+evidence session counts. LongMemEval's protocol, under its names (``lme_recall_any@k``,
+``lme_recall_all@k``, ``lme_ndcg_any@k`` and their ``lme_turn_`` forms), is
+``memlab.eval.metrics.longmemeval``: it splits an evidence session into its evidence
+turns and the rest, so a non-evidence turn of it finds nothing and takes a slot of k.
 
 The registry
 ------------
@@ -76,6 +80,7 @@ from .cuts import budget_prefix
 from .registry import (BOUNDED, Metric, MetricColumn, RowView, expand, get_metric, is_bounded, is_metric_column,
                        metrics_snapshot, nan_reason, parse_column, register_metric, registered, report_columns,
                        restore_metrics, unregister_metric)
+from .longmemeval import LONGMEMEVAL_COLUMNS, LONGMEMEVAL_KS, LONGMEMEVAL_METRICS
 from .replayed import ANSWER_METRICS, LIFECYCLE_METRICS
 from .sessions import (SESSION_BUDGET_METRICS, SESSION_COLUMNS, SESSION_METRICS, session_budget_metrics,
                        session_hit_rate_at_k, session_metrics, session_ndcg_at_k, session_ranking,
@@ -92,7 +97,8 @@ BUDGET_METRICS = tuple(m.name for m in registered(batch="turn_budget"))
 CONTEXT_METRICS = tuple(m.name for m in registered(batch="context"))
 
 __all__ = [
-    "ANSWER_METRICS", "BOUNDED", "BUDGET_METRICS", "CONTEXT_METRICS", "COST_COLUMNS", "LIFECYCLE_METRICS", "Metric",
+    "ANSWER_METRICS", "BOUNDED", "BUDGET_METRICS", "CONTEXT_METRICS", "COST_COLUMNS", "LIFECYCLE_METRICS", "LONGMEMEVAL_COLUMNS",
+    "LONGMEMEVAL_KS", "LONGMEMEVAL_METRICS", "Metric",
     "Item", "MetricColumn", "NAN", "RowView", "REQUIRED_COLUMNS", "RETRIEVAL_METRICS", "SESSION_BUDGET_METRICS",
     "SESSION_COLUMNS", "SESSION_METRICS", "budget_metrics", "budget_prefix", "compute_metrics", "context_metrics",
     "expand", "get_metric", "hit_rate_at_k", "is_bounded", "is_metric_column", "metric_columns", "metrics_snapshot",

@@ -18,6 +18,7 @@ import pandas as pd
 from ...base import MemlabError
 from .cuts import _check_k, budget_prefix
 from .registry import Metric, RowView, expand, registered
+from .longmemeval import LONGMEMEVAL_COLUMNS, longmemeval_into
 from .sessions import session_into
 from .turns import NAN, REQUIRED_COLUMNS, _ids, _unique, budget_into, context_into, retrieval_into
 
@@ -87,6 +88,7 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
     names = ["n_gold"] + expand(metrics, ks, budgets)
     retrieval = "retrieval" in views
     sessions = "sessions" in batches
+    lme = "longmemeval" in batches and retrieval
     has_sources = "retrieved_source_ids" in rows.columns
     columns: dict[str, list[float]] = {name: [] for name in names}
     golds = rows["gold"].tolist()
@@ -98,6 +100,8 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
     gold_sessions_col = rows["gold_sessions"].tolist() if sessions or (user and "gold_sessions" in rows) else None
     sessions_col = rows["retrieved_sessions"].tolist() if sessions or (
         user and "retrieved_sessions" in rows) else None
+    lme_cols = {c: rows[c].tolist() for c in LONGMEMEVAL_COLUMNS} if lme or (
+        user and all(c in rows for c in LONGMEMEVAL_COLUMNS)) else None
     records = rows.to_dict("records") if user else None
     user_columns = [(m, m.column(v), v) for m in user for v in {None: [None], "k": ks, "tok": budgets}[m.param]]
     for n, raw_gold in enumerate(golds):
@@ -136,16 +140,29 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
                 raise MemlabError(f"row {n}: retrieved_sessions has {len(item_sessions)} items for "
                                   f"{len(tokens)} retrieved_tokens")
             session_into(columns, item_sessions, set(gold_sessions), ks, prefixes)
+        source_sessions: list[list[Any]] = []
+        gold_turn_sessions: list[str] = []
+        if lme_cols is not None:
+            source_sessions = [[None if _is_missing(s) else str(s) for s in _as_list(i, "retrieved_source_sessions", n)]
+                               for i in _as_list(lme_cols["retrieved_source_sessions"][n],
+                                                 "retrieved_source_sessions", n)]
+            gold_turn_sessions = _unique(_as_list(lme_cols["gold_turn_sessions"][n], "gold_turn_sessions", n))
+            if len(source_sessions) != len(items) or any(len(a) != len(b) for a, b in zip(source_sessions, items)):
+                raise MemlabError(f"row {n}: retrieved_source_sessions must hold one session per source id of "
+                                  f"each item ({[len(i) for i in items]}), got {[len(s) for s in source_sessions]}")
+        if lme:
+            longmemeval_into(columns, items, source_sessions, g, gold_turn_sessions, ks)
         if user:
             row = RowView(gold=gold, items=items, tokens=[int(t) for t in tokens], context=ctx,
                            gold_sessions=gold_sessions, retrieved_sessions=item_sessions,
+                           gold_turn_sessions=gold_turn_sessions, source_sessions=source_sessions,
                            row=records[n])  # type: ignore[index]
             for metric, col, value in user_columns:
                 columns[col].append(_call(metric, row, value, col, n))
-    out = rows.copy()
-    for col in names:
-        out[col] = pd.Series(columns[col], index=rows.index, dtype=int if col == "n_gold" else float)
-    return out
+    # one concat, not a column insert per metric (dozens of inserts fragment the frame)
+    new = pd.DataFrame({col: pd.Series(columns[col], index=rows.index, dtype=int if col == "n_gold" else float)
+                        for col in names}, index=rows.index)
+    return pd.concat([rows.drop(columns=[c for c in names if c in rows.columns]), new], axis=1)
 
 
 def _call(metric: Metric, row: RowView, param: int | None, column: str, n: int) -> float:

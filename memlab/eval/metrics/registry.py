@@ -47,7 +47,9 @@ class RowView:
 
     ``items`` are the ranked items, each the list of turn ids it stands for (its source
     ids); ``tokens`` their tokens (empty when the row has none); ``context`` the distinct
-    source turn ids of the built context; ``row`` every column of the row.
+    source turn ids of the built context; ``gold_turn_sessions`` the sessions of the gold
+    turns; ``source_sessions`` the session of each item's each source turn (aligned with
+    ``items``; None for an id that is no turn); ``row`` every column of the row.
     """
 
     gold: list[str]
@@ -56,6 +58,8 @@ class RowView:
     context: list[str] = field(default_factory=list)
     gold_sessions: list[str] = field(default_factory=list)
     retrieved_sessions: list[list[str]] = field(default_factory=list)
+    gold_turn_sessions: list[str] = field(default_factory=list)
+    source_sessions: list[list[Any]] = field(default_factory=list)
     row: Mapping[str, Any] = field(default_factory=dict)
 
     def kept(self, budget: int) -> int:
@@ -199,7 +203,7 @@ def get_metric(key: str) -> Metric:
 
 
 #: Table order of the built-in blocks; then the metrics the replay writes, then user metrics.
-_BLOCK_ORDER = {"turn_budget": 0, "turns": 1, "context": 2, "sessions": 3}
+_BLOCK_ORDER = {"turn_budget": 0, "turns": 1, "context": 2, "sessions": 3, "longmemeval": 4}
 
 
 def _rank(metric: Metric) -> int:

@@ -1,10 +1,13 @@
-"""Session-level retrieval metrics: evidence found at the granularity of sessions.
+"""Session-level retrieval metrics, memlab's own: evidence found at the granularity of sessions.
 
-LongMemEval (Wu et al., ICLR 2025) and others report retrieval by *session*: a ranked list
-of turns is mapped to the sessions the turns belong to, deduplicated in rank order, and a
-question is answered when one of its evidence ("answer") sessions is among the first k
-distinct sessions. These are the same numbers for every dataset with sessions (native,
-LoCoMo, LongMemEval), computed from two row columns the replay writes:
+A ranked list of turns is mapped to the sessions the turns belong to, deduplicated in rank
+order, and a question is answered when one of its evidence sessions is among the first k
+distinct sessions: *any* turn of an evidence session counts. That is more lenient than
+LongMemEval's protocol, which gives the non-evidence turns of an evidence session a label
+of their own (they find nothing and take a slot of k); its metrics, under its names, are
+``memlab.eval.metrics.longmemeval`` (``lme_recall_any@k`` ...). These are the same numbers
+for every dataset with sessions (native, LoCoMo, LongMemEval), computed from two row columns
+the replay writes:
 
 - ``gold_sessions``: the probe's evidence sessions G_s (distinct);
 - ``retrieved_sessions``: for each ranked item, the session ids of its source turns
@@ -17,28 +20,22 @@ the first time it appears. The result R = (s_1, s_2, ...) ranks every session by
 first hit. With R_k its first k sessions (all of them when fewer) and G = |G_s|:
 
 - ``session_hit_rate@k``   = 1 if R_k contains a gold session, else 0
-  (LongMemEval's session-level recall_any@k)
 - ``session_recall@k``     = |R_k ∩ G_s| / G
-- ``session_recall_all@k`` = 1 if G_s ⊆ R_k, else 0 (LongMemEval's session-level recall_all@k)
+- ``session_recall_all@k`` = 1 if G_s ⊆ R_k, else 0
 - ``session_ndcg@k``       = DCG_k / IDCG_k, DCG_k = sum_{i<=|R_k|} [s_i in G_s] / log2(i + 1),
   IDCG_k = sum_{i=1..min(k, G)} 1 / log2(i + 1): the binary nDCG of ``ndcg@k`` over
-  distinct sessions. LongMemEval's own ndcg_any differs on purpose and is not
-  comparable: its gain list keeps one entry per *turn* (so a gold session counts
-  once per retrieved turn of it) and its discount is rel_1 + sum_{i>=2} rel_i / log2(i).
+  distinct sessions.
 
 k counts distinct sessions, not items: session_hit_rate@5 may read far more than five
-items when the first ones share sessions (LongMemEval's "effective k"). R is the ranking of
+items when the first ones share sessions. R is the ranking of
 the items a row holds, so it is the first sessions of the strategy's full ranking only as
 far as the row reaches: the replay (``memlab.eval.replay``) retrieves past ``k_max`` items
 until they hold min(k_max, sessions observed) distinct sessions, the strategy returns
 fewer items than asked, or the depth reaches ``MAX_BUDGET_DEPTH``, so for every k <= k_max
 R_k does not depend on how many items ``k_max`` asked for (not for a stochastic strategy,
-whose list is kept as retrieved). One difference
-from LongMemEval's turn-level runs: its ``run_retrieval.py`` renames the turns of an answer
-session that hold no answer to a ``noans_`` session, so its turn-to-session mapping counts
-such a session twice (once gold, once not) when both kinds of its turns are retrieved;
-memlab maps every turn to its one session. With that renaming left out, the values are
-LongMemEval's (checked in ``tests/eval/test_metrics_longmemeval_check.py``).
+whose list is kept as retrieved). Where every turn of an evidence session is evidence (no
+turn to split off), ``session_hit_rate@k`` and ``session_recall_all@k`` equal LongMemEval's
+recall_any@k and recall_all@k (``tests/eval/test_metrics_longmemeval_check.py``).
 
 Token-matched versions
 ----------------------

@@ -1,0 +1,317 @@
+"""bench/results records prove themselves: every record names its run (provenance), the cheap
+ones are re-run and must equal the record, and the expensive ones must still describe the
+configuration HEAD would run (config_hash), so a hand edit or a changed default fails here.
+
+Re-run here: the main job's table (compare_builtins.json, ~20 s) and LoCoMo's `bm25` and
+`bm25_plus` rows (a few seconds each; skipped when LoCoMo is not beside the repository).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from memlab.eval.configuration import configuration_hash
+from memlab.eval.paths import locomo_path
+from memlab.eval.provenance import KEYS, file_sha256
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+#: LoCoMo rows cheap enough to re-run in the suite (and recorded by a run with full provenance).
+LOCOMO_RERUN = ("bm25", "bm25_plus")
+
+
+def _module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def rr():
+    return _module(REPO / "scripts" / "readme_results.py", "readme_results")
+
+
+@pytest.fixture(scope="module")
+def bench_locomo():
+    return _module(REPO / "bench" / "bench_locomo.py", "bench_locomo")
+
+
+def _record(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+# -- every record names its run -------------------------------------------------------------
+
+def _check_provenance(p: dict, where: str) -> None:
+    assert p["status"] in ("complete", "partial"), where
+    assert re.fullmatch(r"[0-9a-f]{40}", p["git_commit"]), f"{where}: git_commit {p['git_commit']!r}"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", p["date"]), f"{where}: date {p['date']!r}"
+    if p["status"] == "complete":
+        assert set(KEYS) <= set(p), f"{where}: missing {set(KEYS) - set(p)}"
+        assert p["git_dirty"] is False, f"{where}: recorded from a checkout with uncommitted changes"
+        assert p["command"] and p["data"] and p["machine"]["cores"], where
+        assert all(re.fullmatch(r"[0-9a-f]{64}", sha) for sha in p["data"].values()), where
+        assert not any(Path(a).is_absolute() for a in p["command"][:2]), f"{where}: {p['command']}"
+    else:
+        assert p.get("note"), f"{where}: a partial provenance says what is not known"
+
+
+def test_every_record_names_its_run():
+    _check_provenance(_record("compare_builtins")["provenance"], "compare_builtins.json")
+    for n, run in enumerate(_record("locomo")["runs"]):
+        _check_provenance(run["provenance"], f"locomo.json runs[{n}]")
+    for name in ("layered_local", "answers_local"):
+        _check_provenance(_record(name)["provenance"], f"{name}.json")
+
+
+def test_every_recorded_row_has_a_configuration_hash():
+    assert all(re.fullmatch(r"[0-9a-f]{64}", s["config_hash"]) for s in _record("compare_builtins")["strategies"])
+    for run in _record("locomo")["runs"]:
+        assert all(re.fullmatch(r"[0-9a-f]{64}", f["config_hash"]) for f in run["figures"].values())
+
+
+def test_the_cheap_locomo_rows_come_from_a_run_with_full_provenance(rr):
+    rows = rr.locomo_rows(_record("locomo"))
+    for label in LOCOMO_RERUN:
+        assert rows[label][1]["provenance"]["status"] == "complete", label
+
+
+# -- a hand edit of a record fails -------------------------------------------------------------
+
+def test_differences_flags_every_kind_of_edit(rr):
+    record = _record("compare_builtins")
+    assert rr.differences(record, copy.deepcopy(record)) == []
+    for edit in (lambda r: r["strategies"][0].__setitem__("recall@5", r["strategies"][0]["recall@5"] + 1e-6),
+                 lambda r: r["strategies"][3].__setitem__("rank", "1"),
+                 lambda r: r["pairs"][0].__setitem__("p_holm", 0.01),
+                 lambda r: r["strategies"].pop(),
+                 lambda r: r.__setitem__("n_probes", r["n_probes"] + 1),
+                 lambda r: r["strategies"][0].__setitem__("config_hash", "0" * 64)):
+        edited = copy.deepcopy(record)
+        edit(edited)
+        assert rr.differences(edited, record), edit
+    # how and when a run was made are no figures: a re-run differs there and still agrees
+    rerun = copy.deepcopy(record)
+    rerun["provenance"]["date"] = "2099-01-01T00:00:00Z"
+    assert rr.differences(record, rerun) == []
+
+
+def test_a_hand_edited_locomo_figure_is_flagged(rr):
+    rows = rr.locomo_rows(_record("locomo"))
+    figures = rows["bm25"][0]
+    edited = copy.deepcopy(figures)
+    edited["categories"]["multi-hop"]["recall@5"] += 0.1
+    assert rr.differences(edited, figures) == ["/categories/multi-hop/recall@5: recorded "
+                                               f"{edited['categories']['multi-hop']['recall@5']!r}, re-run "
+                                               f"{figures['categories']['multi-hop']['recall@5']!r}"]
+    # seconds are the run's own timing, not a figure a re-run must reproduce
+    assert rr.differences({**figures, "seconds": 999.0}, figures) == []
+
+
+def test_a_sweep_that_reused_cells_of_an_earlier_run_is_not_recorded(rr, tmp_path):
+    (tmp_path / "provenance.json").write_text(json.dumps({"status": "complete", "cells": {"computed": 2, "reused": 13}}))
+    with pytest.raises(SystemExit, match="13 cells were kept from an earlier run"):
+        rr.record_sweep(tmp_path, out=None)
+
+
+# -- re-runs ----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_main_job_table_equals_a_rerun(rr, tmp_path):
+    from memlab.eval.sweep import read_config, run_config
+
+    config = REPO / "experiments" / "compare_builtins.toml"
+    run_config(read_config(config), base_dir=config.parent, output=tmp_path / "out", fresh=True)
+    fresh = rr.record_sweep(tmp_path / "out", out=None, config=config)
+    diffs = rr.differences(_record("compare_builtins"), fresh)
+    assert not diffs, ("bench/results/compare_builtins.json differs from a re-run (a hand edit, or a change "
+                       "that moves the figures: memlab sweep experiments/compare_builtins.toml && python "
+                       "scripts/readme_results.py record && python scripts/readme_results.py render):\n"
+                       + "\n".join(diffs[:20]))
+
+
+@pytest.fixture(scope="module")
+def locomo():
+    path = locomo_path()
+    if path is None:
+        pytest.skip("LoCoMo is not beside the repository (../shared/datasets/locomo/locomo10.json)")
+    from memlab.eval import load_any
+
+    return load_any(path, "locomo"), file_sha256(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label", LOCOMO_RERUN)
+def test_a_cheap_locomo_row_equals_a_rerun(label, locomo, rr, bench_locomo):
+    dataset, sha = locomo
+    figures, run = rr.locomo_rows(_record("locomo"))[label]
+    assert sorted(run["provenance"]["data"].values()) == [sha], "recorded on another LoCoMo file"
+    fresh = bench_locomo.measure(label, dataset, [sha], run["options"]["e5_runtime"])
+    diffs = rr.differences(figures, fresh)
+    assert not diffs, (f"LoCoMo {label!r} differs from a re-run (python bench/bench_locomo.py --only {label} "
+                       f"--output bench/results/locomo.json):\n" + "\n".join(diffs))
+
+
+# -- expensive rows: the configuration they were recorded with is HEAD's ------------------------
+
+def _locomo_sha(record: dict) -> str:
+    path = locomo_path()
+    if path is not None:
+        return file_sha256(path)
+    shas = {sha for run in record["runs"] if run["provenance"].get("data") for sha in run["provenance"]["data"].values()}
+    if len(shas) != 1:
+        pytest.skip("LoCoMo is not beside the repository and no run names its sha256")
+    return shas.pop()
+
+
+@pytest.mark.parametrize("label", sorted({label for run in _record("locomo")["runs"] for label in run["figures"]}))
+def test_a_locomo_rows_configuration_is_heads(label, rr, bench_locomo):
+    record = _record("locomo")
+    figures, run = rr.locomo_rows(record)[label]
+    try:
+        strategy = bench_locomo.build(label, run["options"]["e5_runtime"])
+    except ImportError as exc:  # a peer library's extra not installed here
+        pytest.skip(f"{label}: {exc}")
+    now = configuration_hash(strategy, [_locomo_sha(record)], record["protocol"])
+    assert record["protocol"] == bench_locomo.PROTOCOL
+    assert now == figures["config_hash"], (
+        f"LoCoMo {label!r} was recorded with another configuration than HEAD's (a changed default, dataset or "
+        f"protocol): re-record it (python bench/bench_locomo.py --only {label} --output bench/results/locomo.json)")
+
+
+def test_the_main_job_configurations_are_heads(rr):
+    from memlab.eval.sweep import read_config
+    from memlab.eval.sweep_config import configure
+
+    config_file = REPO / "experiments" / "compare_builtins.toml"
+    record = _record("compare_builtins")
+    protocol = rr.sweep_protocol(config_file)
+    assert record["protocol"] == protocol
+    data = sorted(record["provenance"]["data"].values())
+    recorded = {s["strategy"]: s["config_hash"] for s in record["strategies"]}
+    for spec in read_config(config_file)["strategies"]:
+        (_, _, label, strategy), = configure(spec, None, spec["label"])
+        assert configuration_hash(strategy, data, protocol) == recorded[label], (
+            f"compare_builtins {label!r}: HEAD configures it differently from the record: re-record the main job")
+
+
+# -- bench_locomo --output: one run per entry, labels moved, never merged -------------------------
+
+def test_recording_a_label_again_moves_it_to_the_new_run(tmp_path, bench_locomo):
+    class Data:  # what record_run reads of a dataset
+        name, n_probes, dialogues = "locomo", 0, []
+
+    def run(labels, sha="a" * 64):
+        prov = {"status": "complete", "data": {"f.json": sha}}
+        return {"provenance": prov, "options": {}, "figures": {x: {"recall@5": 1.0} for x in labels}}
+
+    path = str(tmp_path / "locomo.json")
+    bench_locomo.record_run(path, Data, run(["bm25", "window"]))
+    bench_locomo.record_run(path, Data, run(["bm25"]))
+    record = bench_locomo.record_run(path, Data, run(["window"]))
+    assert [sorted(r["figures"]) for r in record["runs"]] == [["bm25"], ["window"]]  # the emptied run is gone
+    # another dataset file: the old runs are not kept beside the new one
+    record = bench_locomo.record_run(path, Data, run(["bm25_plus"], sha="b" * 64))
+    assert [sorted(r["figures"]) for r in record["runs"]] == [["bm25_plus"]]
+
+
+# -- the LLM records: expensive, checked against HEAD's configuration ----------------------------
+
+def _bench_script(name: str):
+    import sys
+
+    # the bench scripts import their shared helpers as `_common`; bench/ leaves sys.path after the
+    # import, so that its replay.py, sweep.py, ... never shadow a module of another test
+    bench = str(REPO / "bench")
+    sys.path.insert(0, bench)
+    try:
+        return _module(REPO / "bench" / f"{name}.py", name)
+    finally:
+        sys.path.remove(bench)
+
+
+def test_the_layered_local_rows_configuration_is_heads():
+    from memlab.eval.dataset_files import dataset_files
+    from memlab.eval.provenance import data_hashes
+
+    module = _bench_script("bench_layered_local")
+    record = _record("layered_local")
+    data = sorted(data_hashes(dataset_files(REPO / record["datasets"])).values())
+    for llm in ("local", "offline"):
+        assert module.config_hash(llm, data) == record[llm]["config_hash"], (
+            f"layered_local {llm!r}: HEAD runs layered (or the shipped dialogues) differently from the record: "
+            f"re-record it (python bench/bench_layered_local.py)")
+
+
+def test_the_answer_study_rows_configuration_is_heads():
+    module = _bench_script("bench_answers")
+    files = module.slice_files()
+    record = _record("answers_local")
+    missing = [name for name in record["slices"] if files.get(name) is None]
+    if missing:
+        pytest.skip(f"not beside the repository: {', '.join(missing)}")
+    shas = {name: file_sha256(files[name]) for name in record["slices"]}
+    for row in record["table"]:
+        assert module.config_hash(row["strategy"], row["slice"], record, shas[row["slice"]]) == row["config_hash"], (
+            f"answers_local {row['slice']} / {row['strategy']}: HEAD configures it differently from the record: "
+            f"re-record it (python bench/bench_answers.py)")
+
+
+# -- LongMemEval: oracle bm25 re-run, every row's configuration HEAD's --------------------------
+
+@pytest.fixture(scope="module")
+def bench_longmemeval():
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))   # it imports its sibling longmemeval_code
+    try:
+        yield _module(REPO / "bench" / "bench_longmemeval.py", "bench_longmemeval")
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+
+
+def _lme_path(name: str) -> Path:
+    from memlab.eval.paths import longmemeval_path
+
+    path = longmemeval_path(name)
+    if path is None:
+        pytest.skip("LongMemEval is not beside the repository (../shared/datasets/longmemeval)")
+    return path
+
+
+@pytest.mark.slow
+def test_the_longmemeval_oracle_bm25_row_equals_a_rerun(bench_longmemeval, rr):
+    from memlab.eval.paths import LONGMEMEVAL_ORACLE
+
+    path = _lme_path(LONGMEMEVAL_ORACLE)
+    record = _record("longmemeval")
+    rows, seconds = bench_longmemeval.run("bm25", "bm25", {}, ("user",), path)
+    fresh = bench_longmemeval.figures(rows, seconds)
+    diffs = rr.differences(record["oracle"]["bm25"], fresh)
+    assert not diffs, ("LongMemEval oracle 'bm25' differs from a re-run (python bench/bench_longmemeval.py "
+                       "--dense 0 --scaling 0):\n" + "\n".join(diffs))
+
+
+def test_every_longmemeval_rows_configuration_is_heads(bench_longmemeval):
+    from memlab import strategies
+    from memlab.eval.paths import LONGMEMEVAL_ORACLE, LONGMEMEVAL_S
+
+    record = _record("longmemeval")
+    _check_provenance(record["provenance"], "longmemeval")
+    assert record["protocol"]["ks"] == list(bench_longmemeval.KS)
+    runs = {label: (name, params, roles) for label, name, params, roles in bench_longmemeval.LEXICAL}
+    for key, file in (("oracle", LONGMEMEVAL_ORACLE), ("s", LONGMEMEVAL_S)):
+        sha = record["provenance"]["data"][f"../shared/datasets/longmemeval/{file}"]
+        for label, figures in record[key].items():
+            name, params, roles = runs[label]
+            now = configuration_hash(strategies.get(name, **params), [sha], bench_longmemeval.PROTOCOL | {
+                "roles": list(roles) if roles else None, "questions": None, "limit": None})
+            assert now == figures["config_hash"], (f"LongMemEval {key} {label!r} was recorded with another "
+                                                   f"configuration than HEAD's: re-record it")

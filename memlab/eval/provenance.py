@@ -169,16 +169,18 @@ def command_line(argv: Iterable[str] | None = None, root: str | os.PathLike | No
         argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
     args = [str(a) for a in argv]
     bin_dir = os.path.dirname(os.path.abspath(sys.executable))
+    # the interpreter and an entry point may be given relative (`.venv/bin/memlab eval ...`)
+    args[:2] = [os.path.abspath(a) if os.sep in a and os.path.exists(a) else a for a in args[:2]]
     if len(args) > 1 and os.path.isabs(args[1]) and os.path.dirname(args[1]) == bin_dir:
         args = args[1:]  # python /venv/bin/memlab ... is what the entry point `memlab ...` runs
     out = []
     for n, arg in enumerate(args):
         if os.path.isabs(arg):
             rel = _relative(arg, base)
-            if not rel.startswith("../") and not os.path.isabs(rel):
-                arg = rel
-            elif n == 0 or os.path.dirname(arg) == bin_dir:
+            if n == 0 or os.path.dirname(arg) == bin_dir:   # the interpreter, an entry point
                 arg = os.path.basename(arg)
+            elif not rel.startswith("../") and not os.path.isabs(rel):
+                arg = rel
         out.append(arg)
     return out
 

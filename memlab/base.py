@@ -429,6 +429,19 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted([*self._items, *self._lazy])
 
+    def snapshot(self) -> tuple[dict[str, Callable[..., T]], dict[str, str]]:
+        """What is registered now, for ``restore``: a caller that registers for a while (a
+        command run in-process, a test) can leave the registry as it found it."""
+        return dict(self._items), dict(self._lazy)
+
+    def restore(self, snapshot: tuple[dict[str, Callable[..., T]], dict[str, str]]) -> None:
+        """Back to ``snapshot``: names registered since are gone, replaced ones come back."""
+        items, lazy = snapshot
+        self._items.clear()
+        self._items.update(items)
+        self._lazy.clear()
+        self._lazy.update(lazy)
+
     def __contains__(self, name: object) -> bool:
         return name in self._items or name in self._lazy
 

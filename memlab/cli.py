@@ -1,7 +1,7 @@
 """The ``memlab`` command: eval, sweep, compare, strategies.
 
-    memlab eval DATASET [--format F] [--strategy NAME] [--set key=value ...] [--k 5]
-                [--budget TOKENS ...] [--json] [--progress | --quiet]
+    memlab eval DATASET [--format F] [--option key=value ...] [--strategy NAME] [--set key=value ...]
+                [--k 5] [--budget TOKENS ...] [--json] [--progress | --quiet]
     memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--fresh] [--progress | --quiet]
     memlab compare RESULTS [RESULTS ...] --metric M [--a LABEL --b LABEL] [--json]
                    [--show N [--dataset FILE]]
@@ -54,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     _progress_flags(e)
     e.add_argument("--probe-position", choices=["end", "after_evidence"], default=None,
                    help="LoCoMo: ask each question at the end (default) or right after its evidence")
+    e.add_argument("--option", dest="options", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option of the dataset format's loader, e.g. --option roles=all (LongMemEval: "
+                        "every turn, not only user turns); repeatable; true/false, numbers and a,b lists "
+                        "are read by the option's type")
     e.add_argument("--categories", default=None, help="comma-separated probe categories to keep")
     e.add_argument("--n-jobs", type=int, default=1, help="dialogues replayed in parallel (joblib)")
     e.add_argument("--output", default=None, help="also save per-probe rows (.parquet or .csv)")
@@ -155,11 +159,38 @@ def parse_set(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def _loader_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The dataset loader's options: each ``--option KEY=VALUE`` read by the option's type
+    (``memlab.eval.loaders.parse_loader_options``), and ``--probe-position``."""
+    from .eval.dataset import DatasetError
+    from .eval.dataset_files import dataset_format
+    from .eval.loaders import parse_loader_options
+
+    texts: dict[str, str] = {}
+    for item in args.options:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise _UsageError(f"memlab eval: --option expects KEY=VALUE, got {item!r}")
+        texts[key.strip()] = value.strip()
+    if args.probe_position and "probe_position" in texts:
+        raise _UsageError("memlab eval: give --probe-position or --option probe_position=..., not both")
+    options: dict[str, Any] = dict(texts)
+    fmt = dataset_format(args.dataset, args.format) if texts else None
+    if fmt is not None:  # else the load says what is wrong with the file (missing, unknown format)
+        try:
+            options = parse_loader_options(fmt, texts)
+        except DatasetError as exc:
+            raise _UsageError(f"memlab eval: --option: {exc}") from None
+    if args.probe_position:
+        options["probe_position"] = args.probe_position
+    return options
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from .base import MemlabError
     from .eval.metrics import summarize
-    from .eval.replay import load_any, replay
     from .eval.results import save_results
+    from .eval.streaming import StreamedDataset, open_dataset, replay_any
     from .eval.sweep import import_user_module
     from .strategies import get
 
@@ -175,13 +206,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for module in args.imports:
         import_user_module(module)
     _check_strategy_name(args.strategy)  # before the dataset is read
-    options = {}
-    if args.probe_position:
-        options["probe_position"] = args.probe_position
-    dataset = load_any(args.dataset, args.format, **options)
+    options = _loader_options(args)
+    # a LongMemEval file streams (one question held at a time: the S file is 278 MB of JSON);
+    # the other formats are read whole
+    dataset = open_dataset(args.dataset, args.format, **options)
     if args.categories:
         dataset = dataset.subset(categories=[c.strip() for c in args.categories.split(",")])
-    if dataset.n_probes == 0:
+    streamed = isinstance(dataset, StreamedDataset)
+    if not streamed and dataset.n_probes == 0:
         raise MemlabError(f"{args.dataset}: no probes (questions) to evaluate")
     strategy = get(args.strategy, **parse_set(args.sets))
     answerer = judge = None
@@ -196,17 +228,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     ks = sorted({1, args.k})
     start = time.perf_counter()
     budgets = sorted(set(args.budgets))
-    rows = replay(strategy, dataset, ks=ks, k_max=args.k, label=args.strategy, n_jobs=args.n_jobs,
-                  progress=_show_progress(args), answerer=answerer, judge=judge, budgets=budgets,
-                  max_failures=args.max_failures)
+    rows = replay_any(strategy, dataset, ks=ks, k_max=args.k, label=args.strategy, n_jobs=args.n_jobs,
+                      progress=_show_progress(args), answerer=answerer, judge=judge, budgets=budgets,
+                      max_failures=args.max_failures)
     seconds = time.perf_counter() - start
+    if streamed and dataset.n_probes == 0:  # counted as it streamed
+        raise MemlabError(f"{args.dataset}: no probes (questions) to evaluate")
     if args.output:
         save_results(rows, args.output)
     summary = summarize(rows, by=["strategy"], ci=True).iloc[0].to_dict()
     k = args.k
     result: dict[str, Any] = {
         "strategy": args.strategy, "dataset": dataset.name, "dataset_hash": dataset.hash,
-        "n_dialogues": len(dataset.dialogues), "n_probes": int(summary["n_probes"]),
+        "n_dialogues": len(dataset) if streamed else len(dataset.dialogues), "n_probes": int(summary["n_probes"]),
         "n_scored": int(summary["n_scored"]), "n_failed": int(summary.get("n_failed", 0)),
         "llm_format_errors": int(summary.get("llm_format_errors", 0)),
     }
@@ -479,7 +513,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         handler = {"eval": cmd_eval, "sweep": cmd_sweep, "compare": cmd_compare,
                    "strategies": cmd_strategies, "serve-llm": cmd_serve_llm}[args.command]
-        return handler(args)
+        from .eval.user_modules import registrations_restored
+
+        # what --import (or a sweep file's imports) registers lasts for this command only: run
+        # in-process (a test, a notebook), main leaves the registries as it found them
+        with registrations_restored():
+            return handler(args)
     except (_UsageError, MemlabError, OSError, ValueError, TypeError, SyntaxError) as exc:
         # bad input (a file, a flag, a value): one line, no traceback
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

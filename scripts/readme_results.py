@@ -15,7 +15,8 @@ ranked strategies (``memlab.eval.headline``). ``bench/bench_locomo.py --output
 bench/results/locomo.json`` records LoCoMo runs, each with its own provenance.
 
 ``DOCUMENTS`` hold blocks between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``;
-``render`` replaces each block's body with ``BLOCKS[NAME]`` rendered from the files, and
+``render`` replaces each block's body with ``BLOCKS[NAME]`` rendered from the files (the
+``notebooks`` block: from the notebooks in ``notebooks/``), and
 tests/test_readme.py fails when a block differs from its rendering. ``NAME`` may carry an
 argument after a colon: ``compare_builtins_pair:layered,hybrid_plus`` states that pair's
 paired comparison. tests/test_bench_records.py re-runs the cheap records and compares them
@@ -384,12 +385,26 @@ def render_local_llm_judges(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def render_notebooks(_: str = "") -> str:
+    """The README's notebook list: every ``notebooks/*.ipynb`` with the title of its first
+    markdown cell, so a notebook added or renamed is listed (a test fails until rendered)."""
+    lines = []
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        first = next((c for c in cells if c["cell_type"] == "markdown"), None)
+        source = "".join(first["source"]) if first else ""
+        title = next((line.lstrip("#").strip() for line in source.splitlines() if line.strip()), "")
+        lines.append(f"- `notebooks/{path.name}`" + (f": {title}" if title else ""))
+    return "\n" + "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
     "locomo_categories": render_locomo_categories,
     "layered_local": render_layered_local,
-    "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges}
+    "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges,
+    "notebooks": render_notebooks}
 
 
 def render_block(name: str) -> str:

@@ -19,6 +19,56 @@ def _private_embedding_cache(tmp_path_factory):
     yield
 
 
+# --- each test leaves the registries as it found them ----------------------------------------
+# Strategies and metrics are registered process-wide (a user file's @register, an in-process
+# sweep's imports); one test's registrations must not reach the next, or the outcome depends on
+# the order the tests run in (a user metric adds its columns to every later sweep). The module
+# scope catches what a module-scoped fixture registers; the function scope what a test does.
+
+@pytest.fixture(autouse=True, scope="module")
+def _registries_per_module():
+    from memlab.eval.user_modules import registrations_restored
+
+    with registrations_restored():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _registries_per_test(_registries_per_module):
+    from memlab.eval.user_modules import registrations_restored
+
+    with registrations_restored():
+        yield
+
+
+# --- the random order's seed, shown even under -q ----------------------------------------------
+# pytest-random-order reports its seed in the session header, which -q (scripts/test.sh) hides;
+# a failure that depends on the order is only reproducible with that seed.
+
+def _random_order(config) -> str | None:
+    """'seed N, bucket B' when pytest-random-order shuffles this run, else None."""
+    try:
+        from random_order.config import Config
+    except ImportError:
+        return None
+    plugin = Config(config)
+    return f"seed {plugin.seed}, bucket {plugin.bucket_type}" if plugin.is_enabled else None
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    shuffled = _random_order(config)
+    if shuffled and config.get_verbosity() < 0:  # the header says it otherwise
+        seed = shuffled.split(",")[0].split()[1]
+        return f"random order: {shuffled} (repeat with --random-order-seed={seed})"
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    shuffled = _random_order(config)
+    if shuffled:
+        terminalreporter.write_line(f"random order: {shuffled}")
+
+
 def toml_value(value) -> str:
     """``value`` written as TOML (strings, numbers, booleans, lists, inline tables)."""
     if isinstance(value, bool):

@@ -52,15 +52,29 @@ def checkout(tmp_path_factory):
     return root
 
 
+def _run_readme_command(command: str, checkout: Path) -> subprocess.CompletedProcess:
+    """``command`` run in the stand-in checkout, after the README commands that write the files it
+    reads (``compare runs/bm25.parquet`` needs the eval with ``--output runs/bm25.parquet``) when
+    those are not there yet: each command passes whatever order the tests run in."""
+    args = shlex.split(command)[1:]
+    writers = {shlex.split(c)[shlex.split(c).index("--output") + 1]: c for c in COMMANDS
+               if "--output" in shlex.split(c) and c != command}
+    for arg in args:
+        if arg in writers and not (checkout / arg).exists():
+            first = _run_readme_command(writers[arg], checkout)
+            assert first.returncode == 0, first.stderr
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return subprocess.run([sys.executable, "-m", "memlab.cli", *args], cwd=checkout, capture_output=True,
+                          text=True, env=env)
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_cli_examples_run_as_written(command, checkout):
-    # the commands run in order in one stand-in checkout (compare reads what the evals wrote)
+    # one stand-in checkout for all: what a command reads was written by an earlier one (or is now)
     args = shlex.split(command)[1:]
     if any("locomo" in a for a in args) and not (checkout / args[1]).exists():
         pytest.skip("LoCoMo is not beside the repository")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    proc = subprocess.run([sys.executable, "-m", "memlab.cli", *args], cwd=checkout, capture_output=True,
-                          text=True, env=env)
+    proc = _run_readme_command(command, checkout)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
 
@@ -78,7 +92,7 @@ def _readme_results():
 
 def test_readme_has_the_generated_result_blocks():
     names = [name for name, _ in _readme_results().blocks(README)]
-    assert {"compare_builtins", "pvalue_floor", "locomo", "locomo_peers"} <= {n.split(":")[0] for n in names}
+    assert {"compare_builtins", "pvalue_floor", "locomo", "locomo_peers", "notebooks"} <= {n.split(":")[0] for n in names}
 
 
 #: Every document with generated blocks, and the blocks each must hold.
@@ -160,3 +174,111 @@ def test_the_main_job_table_covers_the_main_job():
     builtins = json.loads((REPO / "bench" / "results" / "compare_builtins.json").read_text())
     config = tomllib.loads((REPO / "experiments" / "compare_builtins.toml").read_text())
     assert sorted(s["strategy"] for s in builtins["strategies"]) == sorted(s["label"] for s in config["strategies"])
+
+
+def test_the_notebook_list_is_generated_from_the_folder():
+    listed = re.findall(r"^- `notebooks/(\S+\.ipynb)`", dict(_readme_results().blocks(README))["notebooks"], flags=re.M)
+    assert listed == sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb"))
+    assert [name[:2] for name in listed] == [f"{i:02d}" for i in range(1, len(listed) + 1)]
+    assert len(listed) >= 10
+
+
+# -- every flag the README names exists ---------------------------------------------------------
+
+#: The README without its fenced code blocks: the prose, whose `inline code` is read below.
+PROSE = re.sub(r"```.*?```", "", README, flags=re.S)
+#: Inline code spans (one may run over a line break).
+SPANS = [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", PROSE)]
+MEMLAB = re.compile(r"^(?:\.venv/bin/)?memlab(?:\s+(?P<rest>.*))?$")
+SCRIPT = re.compile(r"^(?:\.venv/bin/)?python\s+(?P<script>\S+\.py)(?:\s+(?P<rest>.*))?$")
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def _command_lines() -> list[str]:
+    """The README's command lines: each line of a code block (each part of an ``a && b``, its
+    comment cut), then each inline code span."""
+    lines = []
+    for code in re.findall(r"```\w*\n(.*?)```", README, flags=re.S):
+        for line in code.splitlines():
+            lines += [part.split(" # ")[0].strip() for part in line.split("&&")]
+    return lines + SPANS
+
+
+def _parsers():
+    """``memlab``'s argparse parser and its subcommands' parsers, by name."""
+    import argparse
+
+    from memlab.cli import _parser
+
+    top = _parser()
+    subs = next(a.choices for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return top, dict(subs)
+
+
+def _flags(parser) -> set[str]:
+    return {flag for action in parser._actions for flag in action.option_strings}
+
+
+def memlab_flag_errors(lines: list[str]) -> list[str]:
+    """What the README says of the ``memlab`` command that the CLI does not have: unknown
+    subcommands, flags a subcommand does not take, and flags named alone (`--x`) that neither
+    ``memlab`` nor a script in bench/ or scripts/ defines."""
+    top, subs = _parsers()
+    every = _flags(top).union(*(_flags(p) for p in subs.values()))
+    scripts = set()
+    for path in [*REPO.glob("bench/*.py"), *REPO.glob("scripts/*.py")]:
+        scripts |= set(re.findall(r"""["'](--[a-z][a-z0-9-]*)["']""", path.read_text(encoding="utf-8")))
+    errors = []
+    for line in lines:
+        m = MEMLAB.match(line)
+        if m:
+            words = (m.group("rest") or "").split()
+            command = words[0] if words and not words[0].startswith("-") else None
+            if command is not None and command not in subs:
+                errors.append(f"{line!r}: memlab has no command {command!r}")
+                continue
+            parser = subs[command] if command else top
+            errors += [f"{line!r}: memlab {command or ''} has no {flag}".replace("  ", " ")
+                       for flag in FLAG.findall(m.group("rest") or "") if flag not in _flags(parser)]
+            continue
+        m = SCRIPT.match(line)
+        if m and (REPO / m.group("script")).is_file():
+            text = (REPO / m.group("script")).read_text(encoding="utf-8")
+            errors += [f"{line!r}: {m.group('script')} has no {flag}" for flag in FLAG.findall(m.group("rest") or "")
+                       if f'"{flag}"' not in text and f"'{flag}'" not in text]
+            continue
+        if line.startswith("--"):  # a flag named alone, in prose: the command is in the sentence
+            errors += [f"{line!r}: no memlab command or script has {flag}" for flag in FLAG.findall(line)[:1]
+                       if flag not in every and flag not in scripts]
+    return errors
+
+
+def test_every_memlab_flag_the_readme_names_exists():
+    assert memlab_flag_errors(_command_lines()) == []
+
+
+def test_an_unknown_flag_in_the_readme_fails_the_check():
+    assert memlab_flag_errors([".venv/bin/memlab eval datasets --roles all"]) == \
+        ["'.venv/bin/memlab eval datasets --roles all': memlab eval has no --roles"]
+    assert memlab_flag_errors(["--roles all"]) == ["'--roles all': no memlab command or script has --roles"]
+    assert memlab_flag_errors(["memlab sweep x.toml --strategy bm25"]) == \
+        ["'memlab sweep x.toml --strategy bm25': memlab sweep has no --strategy"]
+    assert memlab_flag_errors(["memlab evaluate x"]) == ["'memlab evaluate x': memlab has no command 'evaluate'"]
+    assert memlab_flag_errors(["python bench/bench_locomo.py --no-such-flag"]) == \
+        ["'python bench/bench_locomo.py --no-such-flag': bench/bench_locomo.py has no --no-such-flag"]
+    assert memlab_flag_errors([".venv/bin/memlab eval datasets --option roles=all --k 5", "memlab --version",
+                               "--set load_step__token_limit=512"]) == []
+
+
+def test_the_test_command_runs_in_random_order_with_its_plugin_installed():
+    """scripts/test.sh shuffles (a test that leaks state into another fails there), and the
+    plugin it needs is in the dev extra that scripts/setup.sh installs."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    assert "--random-order" in (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
+    dev = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
+    assert any(req.startswith("pytest-random-order") for req in dev)
+    assert "dev" in (REPO / "scripts" / "setup.sh").read_text(encoding="utf-8")

@@ -42,3 +42,22 @@ def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dat
             merged.report.entries.extend(part.report.entries)
         return merged
     return load_dataset(str(path), format=format, **options)
+
+
+def dataset_format(path: str | Path, format: str | None = None) -> str | None:
+    """The format ``load_any`` reads ``path`` in: ``format`` when given, ``native`` for a
+    folder, else the file's detected format; None when there is no such file or the format
+    cannot be told (``load_any`` then says which)."""
+    from .loaders import sniff_format
+
+    if format is not None:
+        return format
+    path = Path(path)
+    if path.is_dir():
+        return "native"
+    if not path.is_file():
+        return None
+    try:
+        return sniff_format(str(path))
+    except (MemlabError, ValueError, OSError):  # unreadable: the load reports it with its own message
+        return None

@@ -1,15 +1,21 @@
 """Importing a user's Python file (a sweep file's ``imports``, ``memlab eval --import``) so
-that its ``@register`` decorators run, once per file."""
+that its ``@register`` decorators run, once per file; and ``registrations_restored``, which
+undoes such imports and every registration made inside it."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..base import ConfigError
+
+#: Module names ``import_user_module`` gives the files it imports.
+USER_MODULE_PREFIX = "memlab_user_"
 
 
 def import_user_module(path: str | Path) -> Any:
@@ -18,7 +24,7 @@ def import_user_module(path: str | Path) -> Any:
     if not path.is_file():
         raise ConfigError(f"imports: no such file {path}")
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
-    name = f"memlab_user_{path.stem}_{digest}"  # two files with one name stay two modules
+    name = f"{USER_MODULE_PREFIX}{path.stem}_{digest}"  # two files with one name stay two modules
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -42,3 +48,25 @@ def import_user_module(path: str | Path) -> Any:
         except (ImportError, AttributeError, ValueError):
             pass
     return module
+
+
+@contextmanager
+def registrations_restored() -> Iterator[None]:
+    """Leave the process-wide registries as they were: strategies and metrics registered
+    inside (directly or by an imported user file) are gone afterwards, replaced ones come
+    back, and user files imported inside are forgotten, so that a later import runs their
+    registrations again. ``memlab.cli.main`` runs each command in it (a command run
+    in-process, by a test or a notebook, leaves nothing behind); the tests run each test in it.
+    """
+    from ..strategies.registry import registry
+    from .metrics.registry import metrics_snapshot, restore_metrics
+
+    strategies, metrics = registry.snapshot(), metrics_snapshot()
+    modules = {name for name in sys.modules if name.startswith(USER_MODULE_PREFIX)}
+    try:
+        yield
+    finally:
+        registry.restore(strategies)
+        restore_metrics(metrics)
+        for name in [n for n in sys.modules if n.startswith(USER_MODULE_PREFIX) and n not in modules]:
+            del sys.modules[name]

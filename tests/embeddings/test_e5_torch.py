@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,16 +22,17 @@ pytest.importorskip("torch")
 pytest.importorskip("tokenizers")
 
 from memlab.embeddings.e5_torch import dequantize_q4_0, flops_per_token, runtime  # noqa: E402
+from memlab.eval.paths import locomo_path  # noqa: E402
 
 COSINE_MIN = 0.9995
-LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / "locomo10.json"
+LOCOMO = locomo_path()  # beside the checkout or $MEMLAB_LOCOMO; None: the LoCoMo checks skip
 EXTRA = ["", "  leading and   inner   spaces  ", "我养了一只小狗", "Ça va? Ünïcödé — “quotes” …",
          "emoji 🐶🎉 and tabs\tand\nnewlines", "x" * 40, "<s> not a special </s>"]
 
 
 def locomo_turns() -> list[str]:
-    if not LOCOMO.exists():
-        pytest.skip(f"LoCoMo not found at {LOCOMO}")
+    if LOCOMO is None:
+        pytest.skip("LoCoMo absent (../shared/datasets/locomo/locomo10.json or $MEMLAB_LOCOMO)")
     texts = []
     for sample in json.loads(LOCOMO.read_text(encoding="utf-8")):
         conv = sample["conversation"]

@@ -3,9 +3,11 @@ from pathlib import Path
 import pytest
 
 from memlab.eval.loaders.native import dataset_from_dict
+from memlab.eval.paths import locomo_path
 
 REPO = Path(__file__).resolve().parents[2]
-LOCOMO = REPO.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
+#: The LoCoMo file where this machine has it (beside the checkout, or $MEMLAB_LOCOMO), else None.
+LOCOMO = locomo_path()
 
 
 def tiny_doc():

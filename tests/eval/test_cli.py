@@ -58,6 +58,22 @@ def test_eval_text_output_and_saved_rows(tiny_file, tmp_path, capsys):
     (["eval", "datasets", "--strategy", "hybrid_decay", "--set", 'forget_threshold="x"'], "forget_threshold"),
     (["eval", "datasets", "--import", "tests/data/not_python.txt"], "no such file"),
     (["bogus"], "invalid choice: 'bogus'"),
+    # loader options: the option, the loader, what it expects and what came
+    (["eval", "tests/data/longmemeval_mini.json", "--option", "rols=all"],
+     "memlab eval: --option: unknown option of the 'longmemeval' loader 'rols'. Did you mean 'roles'? "
+     "Available: evidence_roles, roles, turn_spacing"),
+    (["eval", "tests/data/longmemeval_mini.json", "--option", "roles"], "--option expects KEY=VALUE, got 'roles'"),
+    (["eval", "tests/data/longmemeval_mini.json", "--option", "roles=bot"],
+     "roles must be a non-empty list of roles among user, assistant, system (or 'all': every turn), got ('bot',)"),
+    (["eval", "tests/data/longmemeval_mini.json", "--option", "turn_spacing=soon"],
+     "option 'turn_spacing' of the 'longmemeval' loader expects a number, got 'soon'"),
+    (["eval", "tests/data/locomo_mini.json", "--option", "include_caption=maybe"],
+     "option 'include_caption' of the 'locomo' loader expects true or false, got 'maybe'"),
+    (["eval", "tests/data/locomo_mini.json", "--option", "probe_position=middle"],
+     "probe_position must be 'end' or 'after_evidence', got 'middle'"),
+    (["eval", "tests/data/locomo_mini.json", "--probe-position", "end", "--option", "probe_position=end"],
+     "give --probe-position or --option probe_position=..., not both"),
+    (["eval", "datasets", "--option", "roles=all"], "unknown option of the 'native' loader 'roles'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):
     proc = run_cli(*args)
@@ -93,7 +109,7 @@ def test_strategies_lists_the_builtins():
     assert {"bm25", "hybrid", "window", "longterm"} <= set(names)
 
 
-@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is not beside the repository")
+@pytest.mark.skipif(LOCOMO is None, reason="LoCoMo absent (../shared/datasets/locomo/locomo10.json or $MEMLAB_LOCOMO)")
 def test_locomo_bm25_matches_the_reference_measurement():
     """The reference BM25 measurement (lower-cased \\w+ tokens), LoCoMo protocol: recall@5 45.8."""
     proc = run_cli("eval", str(LOCOMO), "--format", "locomo", "--strategy", "bm25", "--k", "5", "--json")
@@ -127,3 +143,58 @@ def test_sweep_without_output_writes_to_runs_named_after_the_file(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     assert main(["sweep", "quick.toml"]) == 0
     assert (tmp_path / "runs" / "quick" / "results.parquet").exists()
+
+
+MINI_LME = REPO / "tests" / "data" / "longmemeval_mini.json"
+
+
+def _eval_json(capsys, *args):
+    assert main(["eval", *map(str, args), "--json", "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_eval_streams_a_longmemeval_file(capsys, monkeypatch):
+    """A LongMemEval file is read one question at a time (never loaded whole), with the same
+    dataset, hash and report as a whole load; other formats are loaded."""
+    from memlab.eval import loaders
+
+    whole = loaders.load_dataset(str(MINI_LME))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("memlab eval loaded the LongMemEval file whole")
+
+    monkeypatch.setitem(loaders.LOADERS, "longmemeval", refuse)
+    result = _eval_json(capsys, MINI_LME)
+    assert result["dataset_hash"] == whole.hash
+    assert (result["n_dialogues"], result["n_probes"]) == (len(whole), whole.n_probes)
+    assert result["dataset_report"]["counts"] == whole.report.counts()
+
+
+def test_eval_option_reaches_the_loader(capsys):
+    """``--option roles=all`` is LongMemEval's every turn (``roles=None``); a list is a,b."""
+    from memlab.eval.loaders import load_dataset
+
+    every = _eval_json(capsys, MINI_LME, "--option", "roles=all")
+    assert every["dataset_hash"] == load_dataset(str(MINI_LME), roles=None).hash \
+        == load_dataset(str(MINI_LME), roles="all").hash  # the spelling a sweep file's TOML can give
+    assert every["dataset_hash"] != _eval_json(capsys, MINI_LME)["dataset_hash"]
+    both = _eval_json(capsys, MINI_LME, "--option", "roles=user,assistant", "--option", "turn_spacing=2")
+    assert both["dataset_hash"] == load_dataset(str(MINI_LME), roles=("user", "assistant"), turn_spacing=2.0).hash
+    locomo = REPO / "tests" / "data" / "locomo_mini.json"
+    no_caption = _eval_json(capsys, locomo, "--option", "include_caption=false", "--format", "locomo")
+    assert no_caption["dataset_hash"] == load_dataset(str(locomo), include_caption=False).hash
+
+
+def test_parse_loader_options_reads_each_option_by_its_type():
+    from memlab.eval.dataset import DatasetError
+    from memlab.eval.loaders import parse_loader_options
+
+    assert parse_loader_options("locomo", {"include_caption": "False", "turn_spacing": "3",
+                                           "probe_position": "after_evidence"}) == \
+        {"include_caption": False, "turn_spacing": 3.0, "probe_position": "after_evidence"}
+    assert parse_loader_options("longmemeval", {"roles": "all", "evidence_roles": "user, assistant"}) == \
+        {"roles": "all", "evidence_roles": ("user", "assistant")}
+    with pytest.raises(DatasetError, match=r"expects a comma-separated list such as 'user,assistant', got 'user,'"):
+        parse_loader_options("longmemeval", {"roles": "user,"})
+    with pytest.raises(DatasetError, match=r"unknown dataset format 'csv'"):
+        parse_loader_options("csv", {})

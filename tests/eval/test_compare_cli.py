@@ -93,7 +93,7 @@ def test_compare_refuses_other_datasets_probes_and_typos(runs, tiny_file, tmp_pa
         assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
 
 
-@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is not beside the repository")
+@pytest.mark.skipif(LOCOMO is None, reason="LoCoMo absent (../shared/datasets/locomo/locomo10.json or $MEMLAB_LOCOMO)")
 def test_compare_on_locomo_from_the_cli(tmp_path):
     for name in ("bm25", "window"):
         proc = run_cli("eval", str(LOCOMO), "--format", "locomo", "--strategy", name, "--categories", "temporal",

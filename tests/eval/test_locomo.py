@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -16,9 +15,11 @@ from memlab.eval.loaders import (
     parse_locomo_date,
 )
 from memlab.eval.loaders.native import check_dialogue
+from memlab.eval.paths import locomo_path
 
 MINI = str(Path(__file__).parent.parent / "data" / "locomo_mini.json")
-REAL = "/work/shared/datasets/locomo/locomo10.json"
+#: The published file where this machine has it (memlab.eval.paths), else None: those tests skip.
+REAL = locomo_path()
 S1 = 1683554160.0  # 1:56 pm on 8 May, 2023 (UTC)
 S2 = 1687169040.0  # 10:04 am on 19 June, 2023
 
@@ -104,12 +105,12 @@ def test_dates_and_options():
         load_locomo(MINI, probe_position="start")
 
 
-needs_real = pytest.mark.skipif(not os.path.exists(REAL), reason="LoCoMo file not available")
+needs_real = pytest.mark.skipif(REAL is None, reason="LoCoMo absent (../shared/datasets/locomo/locomo10.json or $MEMLAB_LOCOMO)")
 
 
 @needs_real
 def test_real_locomo_counts_and_report():
-    ds = load_dataset(REAL)
+    ds = load_dataset(str(REAL))
     assert (len(ds), ds.n_sessions, ds.n_turns, ds.n_probes) == (10, 272, 5882, 1986)
     cats = Counter(p.category for d in ds for p in d.probes)
     assert cats == {"single-hop": 841, "multi-hop": 282, "temporal": 321, "open-domain": 96, "adversarial": 446}
@@ -130,7 +131,7 @@ def test_real_locomo_counts_and_report():
 
 @needs_real
 def test_real_locomo_after_evidence_is_valid():
-    ds = load_dataset(REAL, probe_position="after_evidence")
+    ds = load_dataset(str(REAL), probe_position="after_evidence")
     for d in ds:
         check_dialogue(d)
         positions = d.turn_positions()

@@ -10,7 +10,7 @@ are passed through to the loader of that format.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...base import did_you_mean
@@ -80,8 +80,58 @@ def load_dataset(path: str, format: str | None = None, **options: Any) -> Datase
     return loader(path, **options)
 
 
+def loader_options(format: str) -> dict[str, inspect.Parameter]:
+    """The options the loader of ``format`` takes, by name (its parameters but the path)."""
+    if format not in LOADERS:
+        raise DatasetError(did_you_mean(format, list(LOADERS), "dataset format"))
+    return {name: p for name, p in inspect.signature(LOADERS[format]).parameters.items() if name != "path"}
+
+
+def parse_loader_options(format: str, texts: Mapping[str, str]) -> dict[str, Any]:
+    """Loader options given as text (``memlab eval --option KEY=VALUE``) as the loader of
+    ``format`` takes them, read by the type of each option's default: ``true``/``false``
+    for a flag, a number for a number, ``a,b`` for a list (``all``: kept as the word, for
+    the options that take it, e.g. LongMemEval's ``roles``), text otherwise. The loader
+    checks the values themselves (``probe_position`` must be ``end`` or ``after_evidence``).
+
+    An unknown option, or a value of the wrong type, is a ``DatasetError`` naming the
+    option, the loader, what it expects and what was given.
+    """
+    accepted = loader_options(format)
+    out: dict[str, Any] = {}
+    for name, text in texts.items():
+        if name not in accepted:
+            raise DatasetError(did_you_mean(name, list(accepted), f"option of the {format!r} loader"))
+        default = accepted[name].default
+
+        def wrong(expected: str) -> DatasetError:
+            return DatasetError(f"option {name!r} of the {format!r} loader expects {expected}, got {text!r}")
+
+        value: Any = text
+        if isinstance(default, bool):
+            if text.strip().lower() not in ("true", "false"):
+                raise wrong("true or false")
+            value = text.strip().lower() == "true"
+        elif isinstance(default, (int, float)):
+            try:
+                value = float(text) if isinstance(default, float) else int(text)
+            except ValueError:
+                raise wrong("an integer" if isinstance(default, int) else "a number") from None
+        elif isinstance(default, tuple):
+            parts = [part.strip() for part in text.split(",")]
+            if text.strip() == "all":
+                value = "all"
+            elif not all(parts):
+                raise wrong("a comma-separated list such as 'user,assistant'")
+            else:
+                value = tuple(parts)
+        out[name] = value
+    return out
+
+
 __all__ = [
     "LOADERS", "LOCOMO_CATEGORIES", "dataset_from_dict", "detect_format", "iter_longmemeval", "load_dataset",
-    "load_locomo", "load_longmemeval", "neutral_session_id", "sniff_format", "load_native", "locomo_turn_content", "native_schema",
+    "load_locomo", "load_longmemeval", "loader_options", "neutral_session_id", "parse_loader_options",
+    "sniff_format", "load_native", "locomo_turn_content", "native_schema",
     "parse_locomo_date", "parse_longmemeval_date", "validate_native",
 ]

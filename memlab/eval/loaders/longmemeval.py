@@ -30,7 +30,8 @@ question_id) with one probe (same id) asked after the last turn. Conventions:
   [duplicate_session_dropped]; the same id with different turns is an error.
 - **Units.** ``roles`` keeps only the turns of those roles; the default ``("user",)``
   indexes user turns only, as LongMemEval's turn-level retrieval does (its keys are user
-  turns; the gold turns are user turns too, see below). ``None`` keeps every turn: the
+  turns; the gold turns are user turns too, see below). ``None`` (or ``"all"``, the spelling
+  a sweep file's TOML and ``memlab eval --option roles=all`` can give) keeps every turn: the
   assistant turns, long and many, then fill a token budget first (the "every turn" rows of
   ``bench/bench_longmemeval.py`` measure what that costs).
   Dropped turns keep their place in the numbering (turn ids do not change).
@@ -94,20 +95,23 @@ def _check_options(evidence_roles: tuple[str, ...], turn_spacing: float,
             continue
         bad = [r for r in value if r not in ROLES]  # type: ignore[union-attr]
         if isinstance(value, str) or not value or bad:
-            raise DatasetError(f"{name} must be a non-empty list of roles among {', '.join(ROLES)}, "
+            every = " (or 'all': every turn)" if name == "roles" else ""
+            raise DatasetError(f"{name} must be a non-empty list of roles among {', '.join(ROLES)}{every}, "
                                f"got {value!r}")
 
 
 def iter_longmemeval(path: str, evidence_roles: tuple[str, ...] = ("user",), turn_spacing: float = 1.0,
-                     roles: tuple[str, ...] | None = ("user",),
+                     roles: tuple[str, ...] | str | None = ("user",),
                      report: LoadReport | None = None) -> Iterator[Dialogue]:
     """The questions of a LongMemEval file as Dialogues, parsed and checked one at a time.
 
     Entries go to ``report`` (when given) as questions are read. Each dialogue passes
     ``check_dialogue``; question ids are checked to be unique across the file.
     """
-    evidence_roles = tuple(evidence_roles)
-    roles = tuple(roles) if roles is not None else None
+    evidence_roles = tuple(evidence_roles) if not isinstance(evidence_roles, str) else evidence_roles
+    if roles == "all":
+        roles = None
+    roles = tuple(roles) if roles is not None and not isinstance(roles, str) else roles
     _check_options(evidence_roles, turn_spacing, roles)
     report = report if report is not None else LoadReport()
     seen: set[str] = set()
@@ -121,7 +125,7 @@ def iter_longmemeval(path: str, evidence_roles: tuple[str, ...] = ("user",), tur
 
 
 def load_longmemeval(path: str, evidence_roles: tuple[str, ...] = ("user",),
-                     turn_spacing: float = 1.0, roles: tuple[str, ...] | None = ("user",)) -> Dataset:
+                     turn_spacing: float = 1.0, roles: tuple[str, ...] | str | None = ("user",)) -> Dataset:
     """Load a LongMemEval file (``longmemeval_s.json``, ``_m``, ``_oracle`` share the schema;
     ``.json.gz`` too). See ``iter_longmemeval`` to read one question at a time."""
     report = LoadReport()

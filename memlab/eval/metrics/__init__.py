@@ -78,7 +78,8 @@ from __future__ import annotations
 from .compute import compute_metrics
 from .cuts import budget_prefix
 from .registry import (BOUNDED, Metric, MetricColumn, RowView, expand, get_metric, is_bounded, is_metric_column,
-                       nan_reason, parse_column, register_metric, registered, report_columns, unregister_metric)
+                       metrics_snapshot, nan_reason, parse_column, register_metric, registered, report_columns,
+                       restore_metrics, unregister_metric)
 from .longmemeval import LONGMEMEVAL_COLUMNS, LONGMEMEVAL_KS, LONGMEMEVAL_METRICS
 from .replayed import ANSWER_METRICS, LIFECYCLE_METRICS
 from .sessions import (SESSION_BUDGET_METRICS, SESSION_COLUMNS, SESSION_METRICS, session_budget_metrics,
@@ -100,9 +101,10 @@ __all__ = [
     "LONGMEMEVAL_KS", "LONGMEMEVAL_METRICS", "Metric",
     "Item", "MetricColumn", "NAN", "RowView", "REQUIRED_COLUMNS", "RETRIEVAL_METRICS", "SESSION_BUDGET_METRICS",
     "SESSION_COLUMNS", "SESSION_METRICS", "budget_metrics", "budget_prefix", "compute_metrics", "context_metrics",
-    "expand", "get_metric", "hit_rate_at_k", "is_bounded", "is_metric_column", "metric_columns", "mrr_at_k",
+    "expand", "get_metric", "hit_rate_at_k", "is_bounded", "is_metric_column", "metric_columns", "metrics_snapshot",
+    "mrr_at_k",
     "nan_notes", "nan_reason", "ndcg_at_k", "parse_column", "recall_all_at_k", "recall_at_k", "register_metric",
-    "registered", "relevance_ratio_at_k", "report_columns", "retrieval_metrics", "session_budget_metrics",
+    "registered", "relevance_ratio_at_k", "report_columns", "restore_metrics", "retrieval_metrics", "session_budget_metrics",
     "session_hit_rate_at_k", "session_metrics", "session_ndcg_at_k", "session_ranking", "session_recall_all_at_k",
     "session_recall_at_k", "summarize", "unregister_metric",
 ]

@@ -178,6 +178,18 @@ def unregister_metric(key: str) -> None:
     _PARSED.clear()
 
 
+def metrics_snapshot() -> dict[str, Metric]:
+    """The registered metrics now, for ``restore_metrics`` (``Registry.snapshot``'s twin)."""
+    return dict(_REGISTRY)
+
+
+def restore_metrics(snapshot: Mapping[str, Metric]) -> None:
+    """Back to ``snapshot``: metrics registered since are gone, replaced ones come back."""
+    _REGISTRY.clear()
+    _REGISTRY.update(snapshot)
+    _PARSED.clear()  # parsed column names may name a metric that is gone
+
+
 def get_metric(key: str) -> Metric:
     """The metric registered as ``key`` (``recall@k``, ``recall@Btok``, ``context_recall``)."""
     try:

@@ -39,9 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="store_true", help="print memlab's version and where it is imported from")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     e = sub.add_parser("eval", help="replay a dataset into one strategy and print metrics")
-    e.add_argument("dataset", help="dataset file, or a folder of native dataset files")
-    e.add_argument("--format", choices=["native", "locomo", "longmemeval"], default=None,
-                   help="dataset format (default: detect)")
+    e.add_argument("dataset", help="dataset file, a folder a format reads whole, or a folder of native files")
+    # no argparse choices: a format registered by an --import module is known only after it runs
+    e.add_argument("--format", default=None, metavar="FORMAT",
+                   help="a registered dataset format (native, locomo, longmemeval, ...; default: detect)")
     e.add_argument("--strategy", default="bm25", help="registered strategy name (default: bm25)")
     e.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="a strategy parameter (factory argument or nested key); repeatable; "
@@ -206,9 +207,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for module in args.imports:
         import_user_module(module)
     _check_strategy_name(args.strategy)  # before the dataset is read
+    if args.format is not None:
+        from .eval.loaders import get_loader
+
+        get_loader(args.format)  # an unknown format: one line with did-you-mean and the registered ones
     options = _loader_options(args)
-    # a LongMemEval file streams (one question held at a time: the S file is 278 MB of JSON);
-    # the other formats are read whole
+    # a format whose loader can iterate streams (LongMemEval: one question held at a time, the S
+    # file is 278 MB of JSON); the others are read whole
     dataset = open_dataset(args.dataset, args.format, **options)
     if args.categories:
         dataset = dataset.subset(categories=[c.strip() for c in args.categories.split(",")])

@@ -20,12 +20,19 @@ def dataset_files(path: str | Path) -> list[Path]:
 
 
 def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dataset:
-    """A dataset file, or a folder of native dataset files merged into one dataset."""
+    """A dataset file, a folder that a registered format reads as one dataset, or a folder of
+    native dataset files merged into one dataset."""
     from .loaders import load_dataset
+
+    from .loaders import detect_path
 
     path = Path(path)
     if not path.exists():
         raise MemlabError(f"{path}: no such file or folder")
+    claimed = detect_path(path) if path.is_dir() else None
+    if claimed is not None and format in (None, claimed):
+        # a folder that is one dataset of a registered format (BEAM's conversation folders, ...)
+        return load_dataset(str(path), format=claimed, **options)
     if path.is_dir():
         files = dataset_files(path)
         if not files:
@@ -45,19 +52,19 @@ def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dat
 
 
 def dataset_format(path: str | Path, format: str | None = None) -> str | None:
-    """The format ``load_any`` reads ``path`` in: ``format`` when given, ``native`` for a
-    folder, else the file's detected format; None when there is no such file or the format
+    """The format ``load_any`` reads ``path`` in: ``format`` when given, else the registered
+    format that detects it (for a folder no format claims, ``native``: its files merged); None when there is no such file or the format
     cannot be told (``load_any`` then says which)."""
     from .loaders import sniff_format
 
     if format is not None:
         return format
     path = Path(path)
-    if path.is_dir():
-        return "native"
-    if not path.is_file():
+    if not path.exists():
         return None
     try:
+        if path.is_dir():  # a folder a registered format claims, else native files merged
+            return sniff_format(str(path)) or "native"
         return sniff_format(str(path))
     except (MemlabError, ValueError, OSError):  # unreadable: the load reports it with its own message
         return None

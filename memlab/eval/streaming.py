@@ -12,7 +12,8 @@ stores is held (``n_jobs`` > 1: one per worker and a few queued). The embedding 
 warmed per dialogue. With ``max_failures`` None the limit is ``default_max_failures`` of
 the probes asked so far (the total is not known until the end).
 
-``open_dataset`` is what the CLI uses: a LongMemEval file streams, anything else loads.
+``open_dataset`` is what the CLI uses: a format whose registered loader can iterate
+(LongMemEval, ...) streams, anything else loads.
 """
 
 from __future__ import annotations
@@ -96,21 +97,20 @@ class StreamedDataset:
 
 
 def open_dataset(path: str | Path, format: str | None = None, **options: Any) -> Dataset | StreamedDataset:
-    """A LongMemEval file as a ``StreamedDataset``; any other file or folder loaded (``load_any``)."""
-    from .loaders import iter_longmemeval, sniff_format
-    from .replay import load_any
+    """A ``StreamedDataset`` for a path whose format can iterate (a registered loader with
+    ``iterate``: LongMemEval, ...); anything else loaded whole (``load_any``)."""
+    from ..base import did_you_mean
+    from .dataset_files import dataset_format, load_any
+    from .loaders import get_loader
 
-    p = Path(path)
-    if p.is_file():
-        fmt = format if format is not None else sniff_format(str(p))
-        if fmt == "longmemeval":
-            import inspect
-            accepted = [n for n in inspect.signature(iter_longmemeval).parameters if n not in ("path", "report")]
-            from ..base import did_you_mean
+    fmt = dataset_format(path, format)
+    if fmt is not None and Path(path).exists():
+        loader = get_loader(fmt)
+        if loader.streams:
             for name in options:
-                if name not in accepted:
-                    raise DatasetError(did_you_mean(name, accepted, "option of the 'longmemeval' loader"))
-            return StreamedDataset("longmemeval", str(p), iter_longmemeval, **options)
+                if name not in loader.options:
+                    raise DatasetError(did_you_mean(name, list(loader.options), f"option of the {fmt!r} loader"))
+            return StreamedDataset(fmt, str(path), loader.iterate, **options)  # type: ignore[arg-type]
     return load_any(path, format, **options)
 
 

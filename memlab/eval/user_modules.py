@@ -52,21 +52,24 @@ def import_user_module(path: str | Path) -> Any:
 
 @contextmanager
 def registrations_restored() -> Iterator[None]:
-    """Leave the process-wide registries as they were: strategies and metrics registered
+    """Leave the process-wide registries as they were: strategies, metrics and dataset formats registered
     inside (directly or by an imported user file) are gone afterwards, replaced ones come
     back, and user files imported inside are forgotten, so that a later import runs their
     registrations again. ``memlab.cli.main`` runs each command in it (a command run
     in-process, by a test or a notebook, leaves nothing behind); the tests run each test in it.
     """
     from ..strategies.registry import registry
+    from .loaders import registry as loaders
     from .metrics.registry import metrics_snapshot, restore_metrics
 
-    strategies, metrics = registry.snapshot(), metrics_snapshot()
+    strategies, metrics, formats = registry.snapshot(), metrics_snapshot(), dict(loaders._LOADERS)
     modules = {name for name in sys.modules if name.startswith(USER_MODULE_PREFIX)}
     try:
         yield
     finally:
         registry.restore(strategies)
         restore_metrics(metrics)
+        loaders._LOADERS.clear()
+        loaders._LOADERS.update(formats)
         for name in [n for n in sys.modules if n.startswith(USER_MODULE_PREFIX) and n not in modules]:
             del sys.modules[name]

@@ -47,7 +47,7 @@ def test_eval_text_output_and_saved_rows(tiny_file, tmp_path, capsys):
     (["eval", "datasets", "--strategy", "hybird"], "Did you mean 'hybrid'?"),
     (["eval", "datasets", "--set", "nonsense"], "--set expects KEY=VALUE"),
     (["eval", "datasets", "--set", "window_sise=3", "--strategy", "window"], "Did you mean 'window_size'?"),
-    (["eval", "datasets", "--format", "csv"], "invalid choice: 'csv'"),
+    (["eval", "datasets", "--format", "csv"], "unknown dataset format 'csv'. Available: locomo, longmemeval, native"),
     (["eval", "datasets", "--k", "0"], "--k must be at least 1, got 0"),
     (["sweep", "missing.toml"], "missing.toml: no such sweep file"),
     (["eval", "datasets", "--n-jobs", "0"], "--n-jobs must be non-zero"),
@@ -157,13 +157,16 @@ def test_eval_streams_a_longmemeval_file(capsys, monkeypatch):
     """A LongMemEval file is read one question at a time (never loaded whole), with the same
     dataset, hash and report as a whole load; other formats are loaded."""
     from memlab.eval import loaders
+    from memlab.eval.loaders import registry
 
     whole = loaders.load_dataset(str(MINI_LME))
 
-    def refuse(*args, **kwargs):
+    def refuse(path, evidence_roles=("user",), turn_spacing=1.0, roles=("user",)):
         raise AssertionError("memlab eval loaded the LongMemEval file whole")
 
-    monkeypatch.setitem(loaders.LOADERS, "longmemeval", refuse)
+    real = registry.get_loader("longmemeval")
+    monkeypatch.setitem(registry._LOADERS, "longmemeval", registry.Loader(
+        "longmemeval", refuse, real.detect, real.iterate, real.doc))
     result = _eval_json(capsys, MINI_LME)
     assert result["dataset_hash"] == whole.hash
     assert (result["n_dialogues"], result["n_probes"]) == (len(whole), whole.n_probes)

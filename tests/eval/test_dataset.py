@@ -8,7 +8,7 @@ import pytest
 
 from memlab.base import MemlabError
 from memlab.eval.dataset import Dataset, DatasetError, format_time, parse_time
-from memlab.eval.loaders import dataset_from_dict, detect_format, load_dataset
+from memlab.eval.loaders import dataset_from_dict, load_dataset, sniff_format
 from memlab.records import MemoryRecord, Role
 
 from .helpers import doc, write
@@ -124,10 +124,15 @@ def test_time_helpers():
 
 
 def test_detect_format_and_errors(tmp_path):
-    assert detect_format({"dialogues": []}) == "native"
-    assert detect_format([{"conversation": {}, "qa": []}]) == "locomo"
-    assert detect_format([{"question_id": "q", "haystack_sessions": []}]) == "longmemeval"
-    assert detect_format([1, 2]) is None
+    def shape(name, doc):
+        p = tmp_path / name
+        p.write_text(json.dumps(doc), encoding="utf-8")
+        return sniff_format(str(p))
+
+    assert shape("n.json", {"dialogues": []}) == "native"
+    assert shape("l.json", [{"conversation": {}, "qa": []}]) == "locomo"
+    assert shape("m.json", [{"question_id": "q", "haystack_sessions": []}]) == "longmemeval"
+    assert shape("x.json", [1, 2]) is None
     path = write(tmp_path, {"something": 1})
     with pytest.raises(DatasetError, match="cannot tell the format"):
         load_dataset(path)

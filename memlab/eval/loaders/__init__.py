@@ -1,90 +1,72 @@
-"""Dataset loaders: the native JSON format, LoCoMo and LongMemEval.
+"""Dataset loaders: the native JSON format, LoCoMo and LongMemEval, and the registry every
+format is added to (``memlab.eval.loaders.registry``: one file and one ``register_loader``
+call per format; ``datasets/README.md`` has a worked example).
 
-``load_dataset(path)`` detects the format from the file's shape (``sniff_format``: a file
-holding an array is told by its first element, so a 278 MB LongMemEval file is not parsed
-twice); ``format=`` forces one. Files may be gzip-compressed (``.json.gz``).
-Format-specific options (``probe_position``, ``include_caption``, ``evidence_roles``, ...)
-are passed through to the loader of that format.
+``load_dataset(path)`` detects the format (each registered format's ``detect``, in
+registration order; the JSON ones look at a file's shape, an array by its first element
+only, so a 278 MB LongMemEval file is not parsed twice); ``format=`` forces one. Files may
+be gzip-compressed (``.json.gz``). Format-specific options (``probe_position``,
+``include_caption``, ``evidence_roles``, ...) are passed through to the loader of that format.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from ...base import did_you_mean
 from ..dataset import Dataset, DatasetError
-from .locomo import CATEGORIES as LOCOMO_CATEGORIES
-from .locomo import load_locomo, locomo_turn_content, parse_locomo_date
 from .checks import first_char, iter_json_array
-from .longmemeval import iter_longmemeval, load_longmemeval, neutral_session_id, parse_longmemeval_date
+from .locomo import CATEGORIES as LOCOMO_CATEGORIES
+from .locomo import is_locomo, load_locomo, locomo_turn_content, parse_locomo_date
+from .longmemeval import (is_longmemeval, iter_longmemeval, load_longmemeval, neutral_session_id,
+                          parse_longmemeval_date)
 from .native import (
     dataset_from_dict,
+    is_native,
     load_native,
     native_schema,
     read_json,
     validate_native,
 )
-
-LOADERS: dict[str, Callable[..., Dataset]] = {
-    "native": load_native,
-    "locomo": load_locomo,
-    "longmemeval": load_longmemeval,
-}
-
-
-def detect_format(doc: Any) -> str | None:
-    """'native', 'locomo' or 'longmemeval' from a parsed document's shape; None if unknown."""
-    if isinstance(doc, dict) and "dialogues" in doc:
-        return "native"
-    if isinstance(doc, list) and doc and all(isinstance(x, dict) for x in doc):
-        first = doc[0]
-        if "conversation" in first and "qa" in first:
-            return "locomo"
-        if "haystack_sessions" in first and "question_id" in first:
-            return "longmemeval"
-    return None
+from .registry import Loader, detect_path, get_loader, json_sample, loader_names, register_loader, unregister_loader
 
 
 def sniff_format(path: str) -> str | None:
-    """``detect_format`` of the file: an array by its first element alone, an object whole."""
-    if first_char(path) == "[":
-        for first in iter_json_array(path):
-            return detect_format([first])
-        return None
-    return detect_format(read_json(path))
+    """The registered format whose ``detect`` accepts the file (``detect_path``); None if none."""
+    return detect_path(path)
 
 
 def load_dataset(path: str, format: str | None = None, **options: Any) -> Dataset:
-    """Load a dataset file; ``format`` is 'native', 'locomo', 'longmemeval' or None (detect).
+    """Load a dataset file; ``format`` is a registered format's name (``loader_names()``) or
+    None (detect).
 
     ``options`` go to the format's loader (see ``load_locomo``, ``load_longmemeval``);
     an option that loader does not take is an error naming the ones it does.
     """
     path = str(path)
+    if not os.path.exists(path):
+        raise DatasetError(f"{path}: no such file or folder")
     if format is None:
         format = sniff_format(path)
         if format is None:
             raise DatasetError(f"{path}: cannot tell the format (expected a native object with "
-                               f"'dialogues', a LoCoMo list with 'conversation'/'qa', or a "
-                               f"LongMemEval list with 'question_id'/'haystack_sessions'); "
-                               f"pass format=")
-    if format not in LOADERS:
-        raise DatasetError(did_you_mean(format, list(LOADERS), "dataset format"))
-    loader = LOADERS[format]
-    accepted = [p for p in inspect.signature(loader).parameters if p != "path"]
+                               f"'dialogues', a LoCoMo list with 'conversation'/'qa', a "
+                               f"LongMemEval list with 'question_id'/'haystack_sessions', or another "
+                               f"registered format: {', '.join(loader_names())}); pass format=")
+    loader = get_loader(format)
+    accepted = list(loader.options)
     for name in options:
         if name not in accepted:
             raise DatasetError(did_you_mean(name, accepted, f"option of the {format!r} loader"))
-    return loader(path, **options)
+    return loader.load(path, **options)
 
 
 def loader_options(format: str) -> dict[str, inspect.Parameter]:
     """The options the loader of ``format`` takes, by name (its parameters but the path)."""
-    if format not in LOADERS:
-        raise DatasetError(did_you_mean(format, list(LOADERS), "dataset format"))
-    return {name: p for name, p in inspect.signature(LOADERS[format]).parameters.items() if name != "path"}
+    return get_loader(format).options
 
 
 def parse_loader_options(format: str, texts: Mapping[str, str]) -> dict[str, Any]:
@@ -130,7 +112,9 @@ def parse_loader_options(format: str, texts: Mapping[str, str]) -> dict[str, Any
 
 
 __all__ = [
-    "LOADERS", "LOCOMO_CATEGORIES", "dataset_from_dict", "detect_format", "iter_longmemeval", "load_dataset",
+    "LOCOMO_CATEGORIES", "Loader", "dataset_from_dict", "detect_path", "get_loader", "is_locomo",
+    "is_longmemeval", "is_native", "iter_longmemeval", "json_sample", "load_dataset", "loader_names",
+    "register_loader", "unregister_loader",
     "load_locomo", "load_longmemeval", "loader_options", "neutral_session_id", "parse_loader_options",
     "sniff_format", "load_native", "locomo_turn_content", "native_schema",
     "parse_locomo_date", "parse_longmemeval_date", "validate_native",

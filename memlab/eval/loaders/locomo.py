@@ -216,3 +216,18 @@ def _probe(qa: Any, q_index: int, did: str, positions: dict[str, int], report: L
         after = max(evidence, key=lambda e: positions[e])
     return Probe(id=pid, after_turn=after, query=question, evidence=evidence, answer=answer,
                  category=category, metadata=meta)
+
+
+def is_locomo(path: str) -> bool:
+    """A JSON array whose first element has ``conversation`` and ``qa`` (LoCoMo's schema)."""
+    from .registry import json_sample
+
+    sample = json_sample(path)
+    return isinstance(sample, list) and bool(sample) and isinstance(sample[0], dict) \
+        and "conversation" in sample[0] and "qa" in sample[0]
+
+
+from .registry import register_loader  # noqa: E402
+
+register_loader("locomo", load=load_locomo, detect=is_locomo,
+                doc="LoCoMo (Maharana et al., ACL 2024): conversations with sessions and QA")

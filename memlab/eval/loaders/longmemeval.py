@@ -263,4 +263,19 @@ def _item(item: Any, index: int, path: str, report: LoadReport, evidence_roles: 
     return Dialogue(id=qid, sessions=sessions, probes=[probe], metadata={"session_ids": neutral})
 
 
-__all__ = ["iter_longmemeval", "load_longmemeval", "neutral_session_id", "parse_longmemeval_date"]
+def is_longmemeval(path: str) -> bool:
+    """A JSON array whose first element has ``question_id`` and ``haystack_sessions``."""
+    from .registry import json_sample
+
+    sample = json_sample(path)
+    return isinstance(sample, list) and bool(sample) and isinstance(sample[0], dict) \
+        and "haystack_sessions" in sample[0] and "question_id" in sample[0]
+
+
+from .registry import register_loader  # noqa: E402
+
+register_loader("longmemeval", load=load_longmemeval, detect=is_longmemeval, iterate=iter_longmemeval,
+                doc="LongMemEval (Wu et al., ICLR 2025): one haystack per question; streams")
+
+__all__ = ["is_longmemeval", "iter_longmemeval", "load_longmemeval", "neutral_session_id",
+           "parse_longmemeval_date"]

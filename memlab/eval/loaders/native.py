@@ -232,3 +232,17 @@ def _build_dialogue(d: dict[str, Any], source: str) -> Dialogue:
                             category=p.get("category"), metadata=dict(p.get("metadata", {})),
                             timestamp=asked, stale_evidence=list(p.get("stale_evidence", []))))
     return Dialogue(id=d["id"], sessions=sessions, probes=probes, metadata=dict(d.get("metadata", {})))
+
+
+def is_native(path: str) -> bool:
+    """A JSON object with ``dialogues`` (memlab's own format)."""
+    from .registry import json_sample
+
+    sample = json_sample(path)
+    return isinstance(sample, dict) and "dialogues" in sample
+
+
+from .registry import register_loader  # noqa: E402  (the registry needs nothing of this module)
+
+register_loader("native", load=load_native, detect=is_native,
+                doc="memlab's own JSON: {dialogues: [{id, sessions: [{turns}], probes}]}")

@@ -19,7 +19,9 @@ ranking instead.
 
 from __future__ import annotations
 
+import importlib.util
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,51 +33,13 @@ from memlab.eval.metrics.sessions import session_ndcg_at_k, session_ranking
 KS = (1, 3, 5, 10, 30, 50)  # the cut-offs run_retrieval.py reports
 
 
-# --- transcribed from LongMemEval src/retrieval/eval_utils.py (MIT) ---------------------------
-def dcg(relevances, k):
-    """Discounted Cumulative Gain at k."""
-    relevances = np.asarray(relevances, dtype=float)[:k]
-    if relevances.size:
-        return relevances[0] + np.sum(relevances[1:] / np.log2(np.arange(2, relevances.size + 1)))
-    return 0.
-
-
-def ndcg(rankings, correct_docs, corpus_ids, k=10):
-    """Normalized Discounted Cumulative Gain at k."""
-    relevances = [1 if doc_id in correct_docs else 0 for doc_id in corpus_ids]
-    sorted_relevances = [relevances[idx] for idx in rankings[:k]]
-    ideal_relevance = sorted(relevances, reverse=True)
-    ideal_dcg = dcg(ideal_relevance, k)
-    actual_dcg = dcg(sorted_relevances, k)
-    if ideal_dcg == 0:
-        return 0.
-    return actual_dcg / ideal_dcg
-
-
-def evaluate_retrieval(rankings, correct_docs, corpus_ids, k=10):
-    recalled_docs = set(corpus_ids[idx] for idx in rankings[:k])
-    recall_any = float(any(doc in recalled_docs for doc in correct_docs))
-    recall_all = float(all(doc in recalled_docs for doc in correct_docs))
-    ndcg_score = ndcg(rankings, correct_docs, corpus_ids, k)
-    return recall_any, recall_all, ndcg_score
-
-
-def evaluate_retrieval_turn2session(rankings, correct_docs, corpus_ids, k=10):
-    # convert turn-level labels/results into session-level and then evaluate
-    def strip_turn_id(docid):
-        return '_'.join(docid.split('_')[:-1])
-    correct_docs = list(set([strip_turn_id(x) for x in correct_docs]))
-
-    # revise k to handle document-level retrieval
-    corpus_ids = [strip_turn_id(x) for x in corpus_ids]
-    effective_k = k
-    unique_docids = set(corpus_ids[idx] for idx in rankings[:effective_k])
-    while effective_k <= len(corpus_ids) and len(unique_docids) < k:
-        effective_k += 1
-        unique_docids = set(corpus_ids[idx] for idx in rankings[:effective_k])
-
-    return evaluate_retrieval(rankings, correct_docs, corpus_ids, k=effective_k)
-# --- end of the transcription ------------------------------------------------------------------
+# LongMemEval's own metric code, transcribed once (bench/longmemeval_code.py, its source named there)
+_spec = importlib.util.spec_from_file_location(
+    "longmemeval_code", Path(__file__).resolve().parents[2] / "bench" / "longmemeval_code.py")
+_lme = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_lme)  # type: ignore[union-attr]
+evaluate_retrieval = _lme.evaluate_retrieval
+evaluate_retrieval_turn2session = _lme.evaluate_retrieval_turn2session
 
 
 def _haystack(rng: random.Random):

@@ -1,9 +1,8 @@
 """memlab's lenient session metrics against LongMemEval's own metric code, where they agree.
 
-``evaluate_retrieval`` and ``evaluate_retrieval_turn2session`` below are transcribed from
-LongMemEval, src/retrieval/eval_utils.py (https://github.com/xiaowu0162/LongMemEval,
-MIT licence, Copyright (c) 2024 Di Wu), unchanged except ``np.asfarray`` (removed in
-NumPy 2) written as ``np.asarray(..., dtype=float)``. Their ``run_retrieval.py`` ranks
+``evaluate_retrieval`` and ``evaluate_retrieval_turn2session`` are LongMemEval's
+src/retrieval/eval_utils.py as bench/longmemeval_code.py transcribes it (source, licence and
+the one change named there). Their ``run_retrieval.py`` ranks
 every turn of the haystack (``rankings``: corpus indices, best first), names turn
 ``<session id>_<i>`` and takes a question's sessions by stripping the last ``_<i>``.
 

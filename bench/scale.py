@@ -20,8 +20,9 @@ when LoCoMo is absent; the script says so on stderr):
 
 Each point runs in a fresh process, so peak memory is that point's own. Printed per strategy
 and size: seconds, microseconds per turn, microseconds per append (``observe`` alone),
-milliseconds per probe, peak resident memory; the log-log slope of total time from the
-previous size, ``log(t2 / t1) / log(N2 / N1)``; then least-squares log-log slopes of total
+milliseconds per probe, peak resident memory, CPU seconds (the process's own: less moved than
+wall time by other work on a shared machine); the log-log slope of total wall and CPU time
+from the previous size, ``log(t2 / t1) / log(N2 / N1)``; then least-squares log-log slopes of total
 time and of append time against N over every size (1.0 = linear). Retrieval strategies search every stored turn at each probe,
 so their total grows like N^2 / 10 by construction; for exact vector search the script
 also times memlab's ``NumpyVectorStore.query`` against the bare numpy limit (one matmul
@@ -186,11 +187,11 @@ def one_cycled_sessions(name: str, n_turns: int, probes: int) -> dict:
         observed[0] += time.perf_counter() - t0
 
     cls.observe = timed_observe
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rows = replay(strategy, dataset, k_max=10)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     cls.observe = observe
-    return {"strategy": name, "turns": n_turns, "probes": len(rows), "seconds": seconds,
+    return {"strategy": name, "turns": n_turns, "probes": len(rows), "seconds": seconds, "cpu_seconds": cpu,
             "us_per_turn": seconds / n_turns * 1e6, "append_us": observed[0] / n_turns * 1e6,
             "probe_ms": (seconds - observed[0]) / max(1, len(rows)) * 1000,
             "peak_mb": peak_rss_mb(), "base_mb": base_mb}
@@ -216,10 +217,10 @@ def one(name: str, n_turns: int, probes: int = 0, workload: str = "every-10th") 
         observed[0] += time.perf_counter() - t0
 
     strategy.observe = timed_observe  # replay_dialogue uses the strategy in place
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rows = replay_dialogue(strategy, dialogue, k_max=10)
-    seconds = time.perf_counter() - t0
-    out = {"strategy": name, "turns": n_turns, "probes": len(rows), "seconds": seconds,
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out = {"strategy": name, "turns": n_turns, "probes": len(rows), "seconds": seconds, "cpu_seconds": cpu,
            "us_per_turn": seconds / n_turns * 1e6, "append_us": observed[0] / n_turns * 1e6,
            "probe_ms": (seconds - observed[0]) / max(1, len(rows)) * 1000,
            "peak_mb": peak_rss_mb(), "base_mb": base_mb}
@@ -229,11 +230,12 @@ def one(name: str, n_turns: int, probes: int = 0, workload: str = "every-10th") 
     return out
 
 
-def step_slope(prev: dict, cur: dict) -> float:
-    """Log-log slope of total time from the previous size: log(t2 / t1) / log(N2 / N1)."""
-    if prev["seconds"] <= 0 or cur["seconds"] <= 0 or cur["turns"] == prev["turns"]:
+def step_slope(prev: dict, cur: dict, key: str = "seconds") -> float:
+    """Log-log slope of total time (``key``: wall ``seconds`` or ``cpu_seconds``) from the previous
+    size: log(t2 / t1) / log(N2 / N1)."""
+    if prev[key] <= 0 or cur[key] <= 0 or cur["turns"] == prev["turns"]:
         return float("nan")
-    return math.log(cur["seconds"] / prev["seconds"]) / math.log(cur["turns"] / prev["turns"])
+    return math.log(cur[key] / prev[key]) / math.log(cur["turns"] / prev["turns"])
 
 
 def main() -> int:
@@ -284,9 +286,11 @@ def main() -> int:
                 print(f"{name} at {n} turns failed: {str(e)[-300:]}", file=sys.stderr)
                 break
             r["slope_from_previous"] = step_slope(done[-1], r) if done else None
-            print(f"{name:>12} {n:>7} turns: {r['seconds']:.2f} s, peak {r['peak_mb']:.0f} MB"
-                  + (f", slope {r['slope_from_previous']:.2f} from {done[-1]['turns']}" if done else ""),
-                  file=sys.stderr)
+            r["cpu_slope_from_previous"] = step_slope(done[-1], r, "cpu_seconds") if done else None
+            print(f"{name:>12} {n:>7} turns: {r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s CPU), peak "
+                  f"{r['peak_mb']:.0f} MB" + (f", slope {r['slope_from_previous']:.2f} (CPU "
+                                              f"{r['cpu_slope_from_previous']:.2f}) from {done[-1]['turns']}"
+                                              if done else ""), file=sys.stderr)
             done.append(r)
         results.extend(done)
     load_end = os.getloadavg()[0]
@@ -297,17 +301,21 @@ def main() -> int:
         total = slope([p["turns"] for p in pts], [p["seconds"] for p in pts])
         append = slope([p["turns"] for p in pts], [p["append_us"] * p["turns"] for p in pts])
         slopes[name] = {"total": round(total, 3), "append": round(append, 3),
+                        "cpu": round(slope([p["turns"] for p in pts], [p["cpu_seconds"] for p in pts]), 3),
                         "steps": {f"{a['turns']}-{b['turns']}": round(step_slope(a, b), 3)
-                                  for a, b in zip(pts, pts[1:])}}
+                                  for a, b in zip(pts, pts[1:])},
+                        "cpu_steps": {f"{a['turns']}-{b['turns']}": round(step_slope(a, b, "cpu_seconds"), 3)
+                                      for a, b in zip(pts, pts[1:])}}
         for p in pts:
             s = p.get("exact_search")
-            step = p.get("slope_from_previous")
-            rows.append([name, p["turns"], p["seconds"], p["us_per_turn"], p["append_us"], p["probe_ms"],
+            step, cpu_step = p.get("slope_from_previous"), p.get("cpu_slope_from_previous")
+            rows.append([name, p["turns"], p["seconds"], p["cpu_seconds"], p["us_per_turn"], p["append_us"], p["probe_ms"],
                          p["peak_mb"], f"{s['store_ms']:.3f}/{s['limit_ms']:.3f}={s['ratio']:.2f}x" if s else "",
-                         float("nan") if step is None else step, total, append])
+                         float("nan") if step is None else step, float("nan") if cpu_step is None else cpu_step,
+                         total, append])
     print(f"workload {args.workload}, turns from {source}")
-    print(table(["strategy", "turns", "seconds", "us/turn", "append us", "ms/probe", "peak MB",
-                 "search ms store/limit", "slope step", "slope total", "slope append"], rows))
+    print(table(["strategy", "turns", "seconds", "CPU s", "us/turn", "append us", "ms/probe", "peak MB",
+                 "search ms store/limit", "slope step", "CPU slope step", "slope total", "slope append"], rows))
     for s in skipped:
         print(f"skipped: {s['strategy']} at {s['turns']} turns (predicted {s['predicted_s']} s)")
     out = {"bench": "scale", "workload": args.workload, "source": source, "machine": machine(),

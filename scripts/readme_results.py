@@ -334,6 +334,26 @@ def render_layered_local(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def render_scale_cycled_sessions(_: str = "") -> str:
+    """Streaming replay of the cycled-sessions workload at growing length (bench/scale.py)."""
+    data = load("scale_cycled_sessions")
+    o = data["options"]
+    lines = [f"Workload `{data['workload']}`: {data['source']} turns cycled into one dialogue of N turns, sessions of "
+             f"{o['session_turns']} turns, {o['probes']} probes spread evenly, each with the turn {o['evidence_back']} "
+             "back as evidence, replayed by `memlab.eval.replay`; slopes are log-log, from the previous size.", "",
+             "| strategy | turns | seconds | CPU seconds | peak MB | slope | CPU slope |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in data["results"]:
+        step, cpu = r.get("slope_from_previous"), r.get("cpu_slope_from_previous")
+        lines.append(f"| {r['strategy']} | {r['turns']:,} | {r['seconds']:.2f} | {r['cpu_seconds']:.2f} | "
+                     f"{r['peak_mb']:.0f} | {_num(step, '.2f')} | {_num(cpu, '.2f')} |")
+    lines += ["", "Least-squares slope over every size: " + ", ".join(
+        f"{name} {s['total']:.2f} (CPU {s['cpu']:.2f})" for name, s in data["slopes"].items()) + ".",
+        "", f"Record `bench/results/scale_cycled_sessions.json`: "
+            f"{describe_provenance(data['provenance'], data['load_avg_1m'])}."]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 def _num(value: Any, fmt: str) -> str:
     return "n/a" if value is None else format(value, fmt)
 
@@ -402,6 +422,7 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
     "locomo_categories": render_locomo_categories,
+    "scale_cycled_sessions": render_scale_cycled_sessions,
     "layered_local": render_layered_local,
     "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges,
     "notebooks": render_notebooks}

@@ -67,7 +67,7 @@ def test_every_record_names_its_run():
     _check_provenance(_record("compare_builtins")["provenance"], "compare_builtins.json")
     for n, run in enumerate(_record("locomo")["runs"]):
         _check_provenance(run["provenance"], f"locomo.json runs[{n}]")
-    for name in ("layered_local", "answers_local"):
+    for name in ("layered_local", "answers_local", "scale_cycled_sessions"):
         _check_provenance(_record(name)["provenance"], f"{name}.json")
 
 

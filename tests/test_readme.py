@@ -98,7 +98,7 @@ def test_readme_has_the_generated_result_blocks():
 #: Every document with generated blocks, and the blocks each must hold.
 DOCUMENTS = {"README.md": {"compare_builtins", "locomo", "locomo_peers", "layered_local"},
              "bench/README.md": {"locomo_categories"},
-             "BENCHMARKS.md": {"layered_local", "local_llm_judges", "local_llm_costs"}}
+             "BENCHMARKS.md": {"layered_local", "local_llm_judges", "local_llm_costs", "scale_cycled_sessions"}}
 
 
 def test_every_document_with_result_blocks_is_rendered_and_checked():

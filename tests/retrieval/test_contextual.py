@@ -132,7 +132,7 @@ def test_bad_parameters_are_named(kwargs, message):
         ContextualRetriever(BM25Retriever(), **kwargs)
 
 
-def test_positions_kept_up_to_date_through_adds_and_removes():
+def test_session_links_kept_up_to_date_through_adds_and_removes():
     from memlab.records import MemoryRecord
     from memlab.retrieval import BM25Retriever
     from memlab.retrieval.contextual import ContextualRetriever
@@ -146,8 +146,19 @@ def test_positions_kept_up_to_date_through_adds_and_removes():
     r.add(made[6:])
     r.remove(["t9"])
     r.add([made[2]])
-    assert r._positions() == {i: p for p, i in enumerate(r._order_ids)}
+    order = [rec.id for rec in r.records()]
+    # each session's linked list holds its records in insertion order, and nothing else
+    for session in {m.metadata["session_id"] for m in made}:
+        ids = [i for i in order if r.get_record(i).metadata["session_id"] == session]
+        walked, j = [], r._tail.get(session)
+        while j is not None:
+            walked.append(j)
+            j = r._prev[j]
+        assert walked[::-1] == ids
+        assert all(r._next[a] == b for a, b in zip(ids, ids[1:] + [None]))
+    assert set(r._prev) == set(r._next) == set(order)
     fresh = ContextualRetriever(BM25Retriever())
-    for i in r._order_ids:
+    for i in order:
         fresh.add([next(m for m in made if m.id == i)])
+    assert {i: r.index_text(i) for i in order} == {i: fresh.index_text(i) for i in order}
     assert [h.id for h in r.search("topic 1 turn", 12)] == [h.id for h in fresh.search("topic 1 turn", 12)]

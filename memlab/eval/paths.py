@@ -140,5 +140,6 @@ def beam_path(part: str = "", start: str | Path | None = None) -> Path | None:
     return None
 
 
-__all__ = ["BEAM_ENV", "BEAM_RELATIVE", "beam_path", "LOCOMO_ENV", "LOCOMO_RELATIVE", "LONGMEMEVAL_ENV", "LONGMEMEVAL_ORACLE", "LONGMEMEVAL_RELATIVE",
+__all__ = ["BEAM_ENV", "BEAM_RELATIVE", "beam_path", "LOCOMO_ENV", "LOCOMO_RELATIVE",
+           "LONGMEMEVAL_ENV", "LONGMEMEVAL_ORACLE", "LONGMEMEVAL_RELATIVE",
            "LONGMEMEVAL_S", "datasets_dir", "locomo_path", "longmemeval_path", "repo_root"]

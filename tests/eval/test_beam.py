@@ -113,7 +113,8 @@ def test_a_conversation_is_one_dialogue_of_batches_and_messages(folder):
 def test_times_come_from_the_anchors_one_step_per_message(folder):
     d = load_beam(str(folder), turn_spacing=2.0).dialogues[0]
     start1, start2 = parse_beam_anchor("March-15-2024"), parse_beam_anchor("April-02-2024")
-    assert [t.timestamp for t in d.turns()] == [start1 + 2.0 * i for i in range(4)] + [start2 + 2.0 * i for i in range(4)]
+    expected = [start1 + 2.0 * i for i in range(4)] + [start2 + 2.0 * i for i in range(4)]
+    assert [t.timestamp for t in d.turns()] == expected
     assert [s.timestamp for s in d.sessions] == [start1, start2]
     assert (start2 - start1) / DAY == 18
 

@@ -2,8 +2,8 @@
 
 BEAM ("Beyond a Million Tokens") publishes each conversation as a folder::
 
-    <size>/<n>/chat.json(.gz)                                  [{batch_number, time_anchor, turns: [[message...]...]}...]
-    <size>/<n>/probing_questions/probing_questions.json(.gz)   {ability: [{question, <answer field>, source_chat_ids...}]}
+    <size>/<n>/chat.json(.gz)                                 [{batch_number, time_anchor, turns: [[message...]]}]
+    <size>/<n>/probing_questions/probing_questions.json(.gz)  {ability: [{question, <answer>, source_chat_ids...}]}
 
 A message is ``{role, id, content, [time_anchor], [index], [question_type]}``; ``id`` is an
 integer unique in the conversation, and the probing questions point at messages by those ids
@@ -147,6 +147,17 @@ def is_beam(path: str) -> bool:
         return any(c.is_dir() and _is_conversation(c) and (c / "probing_questions").is_dir() for c in p.iterdir())
     except OSError:
         return False
+
+
+def conversation_folders(path: str, report: LoadReport | None = None) -> list[Path]:
+    """The conversation folders ``load_beam(path)`` reads, in order (``path`` itself, or its
+    subfolders holding a chat.json(.gz)); folders skipped go to ``report`` [chat_missing]."""
+    return _conversations(Path(path), report if report is not None else LoadReport())
+
+
+def conversation_files(folder: str | Path) -> list[Path]:
+    """The files a conversation folder is read from: its chat.json(.gz) and its questions file."""
+    return [f for f in (_file(Path(folder), CHAT), _file(Path(folder), QUESTIONS)) if f is not None]
 
 
 def _conversations(path: Path, report: LoadReport) -> list[Path]:
@@ -472,7 +483,8 @@ def _evidence(item: dict[str, Any], ability: str, role_of: dict[str, str], kept:
     return evidence, stale
 
 
-__all__ = ["ABILITIES", "is_beam", "iter_beam", "load_beam", "parse_beam_anchor"]
+__all__ = ["ABILITIES", "conversation_files", "conversation_folders", "is_beam", "iter_beam", "load_beam",
+           "parse_beam_anchor"]
 
 
 # The loader registry (memlab.eval.loaders.registry) is being added on main; this branch must

@@ -92,25 +92,39 @@ def _row_figures(row: Any) -> dict[str, Any]:
     return out
 
 
-def folders(size: str, limit: int | None) -> list[Path]:
+def protocol(conversations: list[str]) -> dict[str, Any]:
+    """What a row's figures depend on besides the strategy and the data files (its config_hash)."""
+    return {"ks": list(KS), "budgets": list(BUDGETS),
+            "options": {k: list(v) if isinstance(v, tuple) else v for k, v in OPTIONS.items()},
+            "conversations": sorted(conversations)}
+
+
+def config_hash(label: str, shas: list[str], conversations: list[str]) -> str:
+    """The configuration hash of a row: strategy ``label`` on files of these sha256s, these conversations."""
+    from memlab import strategies
+    from memlab.eval.configuration import configuration_hash
+
+    name, params = STRATEGIES[label]
+    return configuration_hash(strategies.get(name, **params), shas, protocol(conversations))
+
+
+def folders(size: str, limit: int | None, report: LoadReport | None = None) -> list[Path]:
     path = beam_path(size)
     if path is None:
         print(f"BEAM {size} not found: set MEMLAB_BEAM or put BEAM at ../shared/datasets/beam/{size}")
         raise SystemExit(1)
-    found = conversation_folders(str(path))
+    found = conversation_folders(str(path), report)
     return found[:limit] if limit else found
 
 
 def child(size: str, label: str, limit: int | None) -> dict[str, Any]:
     """Replay one size with one strategy in this process; its figures (printed as JSON)."""
     from memlab import strategies
-    from memlab.eval.configuration import configuration_hash
     from memlab.eval.metrics import summarize
     from memlab.eval.streaming import StreamedDataset, replay_stream
 
     baseline = _common.peak_rss_mb()
     chosen = folders(size, limit)
-    ids = {f.name for f in chosen}
     root = beam_path(size)
 
     def reader(path: str, report: LoadReport | None = None, **options: Any):
@@ -133,10 +147,7 @@ def child(size: str, label: str, limit: int | None) -> dict[str, Any]:
     out["by_conversation"] = {str(r["dialogue_id"]): {m: _num(r[m]) for m in PER_DIALOGUE}
                               | {"n_scored": int(r["n_scored"])} for _, r in per.iterrows()}
     data = [file_sha256(f) for folder in chosen for f in conversation_files(folder)]
-    out["config_hash"] = configuration_hash(strategy, data, {"ks": list(KS), "budgets": list(BUDGETS),
-                                                             "options": {k: list(v) if isinstance(v, tuple) else v
-                                                                         for k, v in OPTIONS.items()},
-                                                             "conversations": sorted(ids)})
+    out["config_hash"] = config_hash(label, data, [f"{size}-{f.name}" for f in chosen])
     out["seconds"] = round(seconds, 1)
     out["seconds_per_conversation"] = round(seconds / max(len(chosen), 1), 2)
     out["peak_rss_mb"] = round(peak, 1)
@@ -144,12 +155,12 @@ def child(size: str, label: str, limit: int | None) -> dict[str, Any]:
     return out
 
 
-def history(size: str, chosen: list[Path]) -> dict[str, Any]:
-    """The conversations of a size: messages, probes and history tokens of each, and the report."""
+def history(chosen: list[Path], report: LoadReport) -> dict[str, Any]:
+    """The conversations of a size: messages, probes and history tokens of each, and the
+    report (``report`` holds the folders skipped already)."""
     from memlab.tokens import TiktokenCounter
 
     counter = TiktokenCounter()
-    report = LoadReport()
     convs: dict[str, Any] = {}
     for folder in chosen:
         for d in iter_beam(str(folder), report=report, **OPTIONS):
@@ -186,12 +197,13 @@ def main(argv: list[str] | None = None) -> int:
                      "not_run": "10M (not on this machine); no concatenated longer haystack"},
         "sizes": {},
     }
-    chosen_by_size = {size: folders(size, args.limit) for size in sizes}
+    reports = {size: LoadReport() for size in sizes}  # the folders skipped (1M: questions but no chat)
+    chosen_by_size = {size: folders(size, args.limit, reports[size]) for size in sizes}
     files = [f for chosen in chosen_by_size.values() for folder in chosen for f in conversation_files(folder)]
     # taken before the run: the checkout and data as they were when the figures were made
     provenance = run_provenance(data=files)
     for size, chosen in chosen_by_size.items():
-        entry = history(size, chosen)
+        entry = history(chosen, reports[size])
         entry["strategies"] = {}
         for label in labels:
             extra = ["--limit", str(args.limit)] if args.limit else []

@@ -315,3 +315,47 @@ def test_every_longmemeval_rows_configuration_is_heads(bench_longmemeval):
                 "roles": list(roles) if roles else None, "questions": None, "limit": None})
             assert now == figures["config_hash"], (f"LongMemEval {key} {label!r} was recorded with another "
                                                    f"configuration than HEAD's: re-record it")
+
+
+# -- BEAM: every row's configuration HEAD's; 100K bm25 re-run -------------------------------------
+
+@pytest.fixture(scope="module")
+def bench_beam():
+    return _bench_script("bench_beam")
+
+
+def _beam_size_data(record: dict, size: str) -> tuple[list[str], list[str]]:
+    """(sha256 of the files a size was read from, its conversation ids), as recorded."""
+    prefix = f"../shared/datasets/beam/{size}/"
+    shas = [sha for path, sha in record["provenance"]["data"].items() if path.startswith(prefix)]
+    return shas, list(record["sizes"][size]["conversations"])
+
+
+def test_every_beam_rows_configuration_is_heads(bench_beam):
+    record = _record("beam")
+    _check_provenance(record["provenance"], "beam.json")
+    assert set(record["load_avg_1m"]) == {"start", "end"}
+    for size, entry in record["sizes"].items():
+        shas, conversations = _beam_size_data(record, size)
+        assert len(shas) == 2 * len(conversations), f"{size}: a chat and a questions file per conversation"
+        for label, figures in entry["strategies"].items():
+            assert bench_beam.config_hash(label, shas, conversations) == figures["config_hash"], (
+                f"BEAM {size} {label!r} was recorded with another configuration than HEAD's (a changed default, "
+                f"loader option or protocol): re-record it (python bench/bench_beam.py)")
+
+
+@pytest.mark.slow
+def test_the_beam_100k_bm25_row_equals_a_rerun(bench_beam, rr):
+    from memlab.eval.paths import beam_path
+
+    if beam_path("100K") is None:
+        pytest.skip("BEAM is not beside the repository (../shared/datasets/beam)")
+    record = _record("beam")
+    shas, _ = _beam_size_data(record, "100K")
+    fresh = bench_beam.child("100K", "bm25", record["protocol"]["limit"])
+    recorded = record["sizes"]["100K"]["strategies"]["bm25"]
+    # the run's own timing and memory are no figures a re-run must reproduce
+    timing = ("seconds", "seconds_per_conversation", "peak_rss_mb", "baseline_rss_mb")
+    diffs = rr.differences({k: v for k, v in recorded.items() if k not in timing},
+                           {k: v for k, v in fresh.items() if k not in timing})
+    assert not diffs, "BEAM 100K 'bm25' differs from a re-run (python bench/bench_beam.py):\n" + "\n".join(diffs)

@@ -29,7 +29,7 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 EXPECTED = ["01_quickstart.ipynb", "02_keep_rate_sweep.ipynb", "03_hybrid_vs_vector.ipynb", "04_decay.ipynb",
             "05_layered_memory.ipynb", "06_peers.ipynb", "07_lifecycle.ipynb", "08_longmemeval.ipynb",
-            "09_error_analysis.ipynb", "10_answers.ipynb"]
+            "09_error_analysis.ipynb", "10_answers.ipynb", "11_beam.ipynb"]
 CELL_TIMEOUT = 240  # seconds per cell; a healthy run takes a few
 #: What a result typed into markdown looks like: a three-decimal figure ("recalls 0.444") or a
 #: count of probes ("70 of 72"). Results are printed by the cell that computes them.
@@ -67,11 +67,14 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
 
 # LongMemEval (notebook 08): the first 30 oracle dev questions; run only where ../shared has the files
 NOTEBOOK_PARAMETERS["08_longmemeval.ipynb"] = {"questions": 30}
-#: Data a notebook cannot run without (the others fall back to the shipped dialogues); where this
-#: machine lacks it (no ../shared, no $MEMLAB_LOCOMO / $MEMLAB_LONGMEMEVAL) the run is skipped, not failed.
-DATA = {"LoCoMo": paths.locomo_path, "LongMemEval": paths.longmemeval_path}
+#: Data a notebook cannot run without (the others fall back to the shipped dialogues); where this machine
+#: lacks it (no ../shared, no $MEMLAB_LOCOMO / $MEMLAB_LONGMEMEVAL / $MEMLAB_BEAM) the run is skipped, not failed.
+DATA = {"LoCoMo": paths.locomo_path, "LongMemEval": paths.longmemeval_path, "BEAM": paths.beam_path}
 NEEDS_DATA = {"08_longmemeval.ipynb": ("LongMemEval",),
-              "10_answers.ipynb": ("LoCoMo", "LongMemEval")}  # its answer slices: a LoCoMo and a LongMemEval one
+              "10_answers.ipynb": ("LoCoMo", "LongMemEval"),  # its answer slices: a LoCoMo and a LongMemEval one
+              "11_beam.ipynb": ("BEAM",)}
+# BEAM (notebook 11): one 100K conversation replayed live; the full runs are read from the bench record
+NOTEBOOK_PARAMETERS["11_beam.ipynb"] = {"conversations": 1}
 
 
 def _parameters_cell(nb: nbformat.NotebookNode) -> int:
@@ -166,7 +169,7 @@ def test_notebook_executes_and_plots(path: Path) -> None:
     missing = [name for name in NEEDS_DATA.get(path.name, ()) if DATA[name]() is None]
     if missing:
         pytest.skip(f"{path.name} needs {' and '.join(missing)}, absent (../shared/datasets or $MEMLAB_LOCOMO / "
-                    f"$MEMLAB_LONGMEMEVAL)")
+                    f"$MEMLAB_LONGMEMEVAL / $MEMLAB_BEAM)")
     nb = nbformat.read(path, as_version=4)
     inject_parameters(nb, {**COMMON_PARAMETERS, **NOTEBOOK_PARAMETERS.get(path.name, {})})
     client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",

@@ -14,6 +14,9 @@ test's temporary directory); these functions find the files the same way from al
 - ``longmemeval_path(name)``: a LongMemEval file (``longmemeval_oracle.dev.json``, ...) in the
   folder named by ``MEMLAB_LONGMEMEVAL``, else in the first existing
   ``<base>/../shared/datasets/longmemeval/`` (bases as for LoCoMo); else None.
+- ``beam_path(part)``: a BEAM folder (``100K``, ``100K/1``, ...; ``""``: the root holding the
+  size folders) under the folder named by ``MEMLAB_BEAM``, else under the first existing
+  ``<base>/../shared/datasets/beam/`` (bases as for LoCoMo); else None.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ LONGMEMEVAL_RELATIVE = Path("..") / "shared" / "datasets" / "longmemeval"
 #: The development files: oracle (evidence sessions only) and S (about 50 sessions per question).
 LONGMEMEVAL_ORACLE = "longmemeval_oracle.dev.json"
 LONGMEMEVAL_S = "longmemeval_s_cleaned.dev.json.gz"
+
+
+#: Environment variable naming the BEAM folder (the one holding 100K/, 500K/, 1M/).
+BEAM_ENV = "MEMLAB_BEAM"
+#: Where BEAM is looked for, like ``LOCOMO_RELATIVE``.
+BEAM_RELATIVE = Path("..") / "shared" / "datasets" / "beam"
 
 
 def _is_checkout(path: Path) -> bool:
@@ -114,5 +123,23 @@ def longmemeval_path(name: str = LONGMEMEVAL_ORACLE, start: str | Path | None = 
     return None
 
 
-__all__ = ["LOCOMO_ENV", "LOCOMO_RELATIVE", "LONGMEMEVAL_ENV", "LONGMEMEVAL_ORACLE", "LONGMEMEVAL_RELATIVE",
+def beam_path(part: str = "", start: str | Path | None = None) -> Path | None:
+    """The BEAM folder ``part`` (``"100K"``, ``"100K/1"``; ``""``: the root), or None when it is
+    not on this machine (module docstring). A set ``MEMLAB_BEAM`` without ``part`` is an error."""
+    named = os.environ.get(BEAM_ENV)
+    if named:
+        path = Path(named).expanduser() / part
+        if not path.is_dir():
+            raise MemlabError(f"{BEAM_ENV}={named}: no folder {part or '.'} there (expected BEAM's 100K/, 500K/, 1M/)")
+        return path.resolve()
+    root = repo_root(start)
+    for base in ([root] if root is not None else []) + _ancestors(start):
+        candidate = (base / BEAM_RELATIVE / part).resolve()
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+__all__ = ["BEAM_ENV", "BEAM_RELATIVE", "beam_path", "LOCOMO_ENV", "LOCOMO_RELATIVE",
+           "LONGMEMEVAL_ENV", "LONGMEMEVAL_ORACLE", "LONGMEMEVAL_RELATIVE",
            "LONGMEMEVAL_S", "datasets_dir", "locomo_path", "longmemeval_path", "repo_root"]

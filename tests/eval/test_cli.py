@@ -47,7 +47,7 @@ def test_eval_text_output_and_saved_rows(tiny_file, tmp_path, capsys):
     (["eval", "datasets", "--strategy", "hybird"], "Did you mean 'hybrid'?"),
     (["eval", "datasets", "--set", "nonsense"], "--set expects KEY=VALUE"),
     (["eval", "datasets", "--set", "window_sise=3", "--strategy", "window"], "Did you mean 'window_size'?"),
-    (["eval", "datasets", "--format", "csv"], "unknown dataset format 'csv'. Available: locomo, longmemeval, native"),
+    (["eval", "datasets", "--format", "csv"], "unknown dataset format 'csv'. Available: beam, locomo, longmemeval, native"),
     (["eval", "datasets", "--k", "0"], "--k must be at least 1, got 0"),
     (["sweep", "missing.toml"], "missing.toml: no such sweep file"),
     (["eval", "datasets", "--n-jobs", "0"], "--n-jobs must be non-zero"),

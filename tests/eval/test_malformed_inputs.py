@@ -291,7 +291,7 @@ FLAG_ERRORS = [
     ("flag_k_zero", ["--k", "0"], "memlab eval: --k must be at least 1, got 0"),
     ("flag_k_text", ["--k", "five"], "argument --k: invalid int value: 'five'"),
     ("flag_n_jobs_zero", ["--n-jobs", "0"], "--n-jobs must be non-zero"),
-    ("flag_format", ["--format", "csv"], "unknown dataset format 'csv'. Available: locomo, longmemeval, native"),
+    ("flag_format", ["--format", "csv"], "unknown dataset format 'csv'. Available: beam, locomo, longmemeval, native"),
     ("flag_strategy", ["--strategy", "bm52"], "bm52"),
     ("flag_set_no_equals", ["--set", "k1"], "--set expects KEY=VALUE, got 'k1'"),
     ("flag_set_unknown", ["--strategy", "window", "--set", "window_sise=3"], "window_sise"),

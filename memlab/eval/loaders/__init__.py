@@ -1,4 +1,4 @@
-"""Dataset loaders: the native JSON format, LoCoMo and LongMemEval, and the registry every
+"""Dataset loaders: the native JSON format, LoCoMo, LongMemEval and BEAM, and the registry every
 format is added to (``memlab.eval.loaders.registry``: one file and one ``register_loader``
 call per format; ``datasets/README.md`` has a worked example).
 
@@ -18,6 +18,7 @@ from typing import Any
 
 from ...base import did_you_mean
 from ..dataset import Dataset, DatasetError
+from . import beam as _beam  # noqa: F401  (registers the BEAM format)
 from .checks import first_char, iter_json_array
 from .locomo import CATEGORIES as LOCOMO_CATEGORIES
 from .locomo import is_locomo, load_locomo, locomo_turn_content, parse_locomo_date

@@ -116,7 +116,8 @@ def _serve_llm_parser(sub: Any) -> None:
     v.add_argument("--alias", default="local", help="model name the server reports (default: local)")
     v.add_argument("--chat-format", default=None, help="llama.cpp chat format (default: the model's own)")
     v.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
-    v.add_argument("--n-threads", type=int, default=None, help="CPU threads (default: every usable CPU)")
+    v.add_argument("--n-threads", type=int, default=None,
+                   help="CPU threads (default: the CPUs other work leaves free, by the load average)")
     v.add_argument("--n-gpu-layers", type=int, default=None,
                    help="layers on the GPU of a GPU build (-1: all; default: all when a GPU is visible, else 0)")
 

@@ -7,14 +7,16 @@ Replays the shipped dialogues (datasets/*.json) into
   filtering and multi-query expansion (``MultiQueryExpander(n=2)`` in its retrieve step), and
 - ``layered_lifecycle`` with the LLM for merging, abstraction, gists and summaries,
 
-once with ``LocalLLM`` (default: the bundled Gemma 3 270M on the CPU) and once with the
+once with ``LocalLLM`` (default: memlab's default model, Qwen2.5-Coder-1.5B-Instruct, on the CPU;
+``--model NAME`` another registered one, e.g. ``gemma-3-270m``) and once with the
 deterministic ``OfflineLLM`` stand-in, and prints per LLM task: calls, prompt and completion
 tokens, seconds, format errors (answers the step could not read; it kept going), then
 recall with 95% cluster-bootstrap intervals for both models, then raw speed: answers/s and
 tokens/s on short answer prompts. The device that ran is printed first, so a GPU run reads
 beside a CPU one:
 
-    python bench/bench_local_llm.py --files distractors.json      # CPU, bundled 270M model
+    python bench/bench_local_llm.py --files distractors.json      # CPU, the default model
+    python bench/bench_local_llm.py --model gemma-3-270m          # a registered model by name
     python bench/bench_local_llm.py --files travel_advisor.json   # one dialogue file
     python bench/bench_local_llm.py --model big.gguf --n-gpu-layers -1   # a GPU build
 
@@ -140,7 +142,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=str(ROOT / "datasets"), help="folder of native dataset files")
     ap.add_argument("--files", default=None, help="comma-separated file names in --datasets (default: all)")
-    ap.add_argument("--model", default=None, help="GGUF file (default: the bundled Gemma 3 270M)")
+    ap.add_argument("--model", default=None,
+                    help="a registered model name or a GGUF file (default: memlab's default local model)")
     ap.add_argument("--n-threads", type=int, default=None)
     ap.add_argument("--n-gpu-layers", type=int, default=0)
     ap.add_argument("--n-ctx", type=int, default=8192)
@@ -151,7 +154,10 @@ def main() -> int:
     ap.add_argument("--skip-steps", action="store_true", help="only load time and answers/s")
     args = ap.parse_args()
 
-    llm = LocalLLM(model_path=args.model, n_threads=args.n_threads, n_gpu_layers=args.n_gpu_layers,
+    from memlab.llm.models import MODELS
+
+    where = {"model": args.model} if args.model in MODELS else {"model_path": args.model}
+    llm = LocalLLM(**where, n_threads=args.n_threads, n_gpu_layers=args.n_gpu_layers,
                    n_ctx=args.n_ctx, max_tokens=args.max_tokens)
     llm.load()
     figures: dict[str, Any] = {"device": llm.device(), "model": llm.model_id(), "n_threads": args.n_threads,

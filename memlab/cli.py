@@ -6,7 +6,7 @@
     memlab compare RESULTS [RESULTS ...] --metric M [--a LABEL --b LABEL] [--json]
                    [--show N [--dataset FILE]]
     memlab strategies [--import FILE.py ...]
-    memlab serve-llm [--model PATH.gguf] [--host 127.0.0.1] [--port 8077] [--api-key KEY]
+    memlab serve-llm [--model NAME | PATH.gguf] [--host 127.0.0.1] [--port 8077] [--api-key KEY]
     memlab --version
 
 Bad input ends with one line on stderr and exit status 2; no traceback.
@@ -65,11 +65,16 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--max-failures", type=int, default=None, metavar="N",
                    help="stop when more than N probes' LLM steps failed for good (default: 5%% of "
                         "the probes, at least 3); each failed probe is a row with 'error' set")
-    e.add_argument("--answer-llm", choices=["offline", "openai", "local"], default=None,
-                   help="also answer each probe from its context and score token F1 "
-                        "(openai: MEMLAB_LLM_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY)")
-    e.add_argument("--judge-llm", choices=["offline", "openai", "local"], default=None,
-                   help="also label answers CORRECT/WRONG with an LLM judge (needs --answer-llm)")
+    e.add_argument("--answer-llm", type=_llm_name, default=None, metavar="LLM",
+                   help="also answer each probe from its context and score token F1: offline, openai "
+                        "(MEMLAB_LLM_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY), local (the default local model), "
+                        "local:NAME (a registered model) or local:PATH.gguf")
+    e.add_argument("--judge-llm", type=_llm_name, default=None, metavar="LLM",
+                   help="also label answers CORRECT/WRONG with an LLM judge (needs --answer-llm; same names as "
+                        "--answer-llm). The judge is first calibrated on pairs built from LoCoMo and LongMemEval "
+                        "(cached) and refused below 90%% accuracy or outside a 5-95%% CORRECT rate")
+    e.add_argument("--allow-uncalibrated-judge", action="store_true",
+                   help="use a judge that failed (or could not run) the calibration; the result records it")
     e.add_argument("--judge-prompt-set", default="lenient", metavar="NAME",
                    help="the judge's prompts: lenient (default), strict, or longmemeval (LongMemEval's "
                         "yes/no prompt per question type); NAME or NAME@VERSION")
@@ -106,7 +111,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _serve_llm_parser(sub: Any) -> None:
     v = sub.add_parser("serve-llm", help="serve a GGUF model as an OpenAI-compatible endpoint (llama.cpp)")
-    v.add_argument("--model", default=None, help="GGUF file (default: the bundled Gemma 3 270M)")
+    v.add_argument("--model", default=None,
+                   help="a registered model name (memlab.llm.models: qwen2.5-coder-1.5b, the default; "
+                        "qwen2.5-coder-0.5b; gemma-3-270m) or a GGUF file")
     v.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     v.add_argument("--port", type=int, default=8077, help="port (default 8077)")
     v.add_argument("--api-key", default=os.environ.get("MEMLAB_SERVE_API_KEY"),
@@ -114,8 +121,29 @@ def _serve_llm_parser(sub: Any) -> None:
     v.add_argument("--alias", default="local", help="model name the server reports (default: local)")
     v.add_argument("--chat-format", default=None, help="llama.cpp chat format (default: the model's own)")
     v.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
-    v.add_argument("--n-threads", type=int, default=None, help="CPU threads (default: llama.cpp's choice)")
-    v.add_argument("--n-gpu-layers", type=int, default=0, help="layers on the GPU of a GPU build (-1: all)")
+    v.add_argument("--n-threads", type=int, default=None,
+                   help="CPU threads (default: the CPUs other work leaves free, by the load average)")
+    v.add_argument("--n-gpu-layers", type=int, default=None,
+                   help="layers on the GPU of a GPU build (-1: all; default: all when a GPU is visible, else 0)")
+
+
+def _llm_name(value: str) -> str:
+    """An --answer-llm / --judge-llm value: offline, openai, local, local:NAME or local:PATH.gguf."""
+    if value in ("offline", "openai", "local") or (value.startswith("local:") and len(value) > len("local:")):
+        return value
+    from .llm.models import MODELS
+
+    raise argparse.ArgumentTypeError(f"expected offline, openai, local, local:NAME ({', '.join(MODELS)}) or "
+                                     f"local:PATH.gguf, got {value!r}")
+
+
+def _local_model(value: str | None) -> dict[str, Any]:
+    """serve-llm --model: a registered name -> model=..., anything else -> model_path=..."""
+    from .llm.models import MODELS
+
+    if value is None:
+        return {}
+    return {"model": value} if value in MODELS else {"model_path": value}
 
 
 def cmd_serve_llm(args: argparse.Namespace) -> int:
@@ -124,7 +152,7 @@ def cmd_serve_llm(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise _UsageError(f"memlab serve-llm: --port must be in 1..65535, got {args.port}")
-    llm = LocalLLM(model_path=args.model, chat_format=args.chat_format, n_ctx=args.n_ctx,
+    llm = LocalLLM(**_local_model(args.model), chat_format=args.chat_format, n_ctx=args.n_ctx,
                    n_threads=args.n_threads, n_gpu_layers=args.n_gpu_layers)
     print(f"memlab serve-llm: {llm.resolved_path().name} as {args.alias!r} on http://{args.host}:{args.port}/v1"
           f"{' (API key required)' if args.api_key else ''}", file=sys.stderr, flush=True)
@@ -229,7 +257,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from .offline.named import make_llm
 
         answerer = Answerer(make_llm(args.answer_llm))
-        judge = LLMJudge(make_llm(args.judge_llm), prompt_set=args.judge_prompt_set) if args.judge_llm else None
+        # the judge keeps its own llama.cpp context (kv_slot): the answerer's prompts would
+        # otherwise evict its prompt prefix between two questions
+        judge = (LLMJudge(make_llm(args.judge_llm, kv_slot="judge"), prompt_set=args.judge_prompt_set)
+                 if args.judge_llm else None)
+    calibration, refusal = _calibrate_judge(judge, args) if judge is not None else (None, None)
     ks = sorted({1, args.k})
     start = time.perf_counter()
     budgets = sorted(set(args.budgets))
@@ -261,6 +293,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     for name in list(result) if f"{name}_ci_low" in summary}
     if judge is not None:  # a judge's accuracy is read with the words and the model that made it
         result.update(judge.identity())
+        from .eval.calibration import record
+
+        # the figures the judge earned its place with, and whether it was let in by the override
+        result["judge_calibration"] = record(calibration) if calibration is not None else None
+        result["judge_gate"] = {"passed": calibration is not None and refusal is None,
+                                "override": bool(args.allow_uncalibrated_judge) and (calibration is None or
+                                                                                      refusal is not None),
+                                "reason": refusal}
     result["params"] = {k: v for k, v in rows.iloc[0].items() if str(k).startswith("param:")} if len(rows) else {}
     result["params"] = {k[len("param:"):]: _num(v) for k, v in result["params"].items()}
     result["seconds"] = round(seconds, 3)
@@ -273,6 +313,47 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         _print_summary(result, rows, k)
     return 0
+
+
+def _calibrate_judge(judge: Any, args: argparse.Namespace) -> tuple[dict[str, Any] | None, str | None]:
+    """The judge's calibration (memlab.eval.calibration, cached) and the gate's refusal line (None
+    when it passes), reported on stderr before any answer is made. A refused judge, or one that
+    cannot be calibrated, ends the command (exit 2) unless --allow-uncalibrated-judge."""
+    from .base import MemlabError
+    from .eval.calibration import calibrate, gate, summary_line
+
+    override = " (--allow-uncalibrated-judge: used anyway)"
+    hint = "; pass --allow-uncalibrated-judge to use it anyway"
+    try:
+        calibration = calibrate(judge, progress=_calibration_progress() if _show_progress(args) else None)
+    except MemlabError as exc:
+        if not args.allow_uncalibrated_judge:
+            raise _UsageError(f"memlab eval: --judge-llm: the judge cannot be calibrated: {exc}{hint}") from None
+        reason = f"not calibrated: {exc}"
+        print(f"memlab eval: judge {reason}{override}", file=sys.stderr)
+        return None, reason
+    print(f"memlab eval: {summary_line(calibration)}", file=sys.stderr)
+    refusal = gate(calibration)
+    if refusal is not None:
+        if not args.allow_uncalibrated_judge:
+            raise _UsageError(f"memlab eval: --judge-llm refused: {refusal}{hint}")
+        print(f"memlab eval: {refusal}{override}", file=sys.stderr)
+    return calibration, refusal
+
+
+def _calibration_progress() -> Any:
+    from tqdm import tqdm
+
+    bar: dict[str, Any] = {}
+
+    def step(done: int, total: int) -> None:
+        if "bar" not in bar:
+            bar["bar"] = tqdm(total=total, desc="judge calibration", file=sys.stderr)
+        bar["bar"].update(1)
+        if done == total:
+            bar["bar"].close()
+
+    return step
 
 
 def _eval_metric_names(k: int, budgets: Sequence[int]) -> list[str]:
@@ -320,6 +401,13 @@ def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
         print(f"  note: {CATEGORY5_POLICY}")
     if result.get("judge_prompt_set"):
         print(f"  judge: {result['judge_prompt_set']} prompts, model {result['judge_model']}")
+        cal, gate = result.get("judge_calibration"), result.get("judge_gate") or {}
+        if cal:
+            print(f"  judge calibration: accuracy {cal['accuracy']:.3f} on {cal['n_pairs']} pairs, CORRECT-label "
+                  f"rate {cal['label_rate']:.3f}, kappa vs LoCoMo F1>={cal['f1_threshold']} "
+                  f"{'n/a' if cal['kappa_f1'] is None else format(cal['kappa_f1'], '.3f')}")
+        if gate.get("override"):
+            print(f"  judge gate OVERRIDDEN (--allow-uncalibrated-judge): {gate.get('reason')}")
     for name in missing:  # a NaN mean is never printed without its reason
         why = "no scored probes" if not result["n_scored"] else f"no probe has a value: {nan_reason(name)}"
         if name == "stale_rate":

@@ -23,10 +23,13 @@ for LoCoMo questions.
 The judge speaks one named, versioned prompt set (``memlab.llm.prompts.JudgePromptSet``; every
 judge result names it as ``judge_prompt_set`` = ``name@version``, beside ``judge_model``):
 
-- ``lenient@v1`` (default) follows the mem0 paper's LLM-as-judge: it sees the question, the
+- ``lenient@v2`` (default) follows the mem0 paper's LLM-as-judge: it sees the question, the
   gold answer and the generated one and labels it CORRECT or WRONG, lenient about wording and
-  length (``LENIENT_JUDGE_PROMPT``); ``strict@v1`` asks for every gold fact and no
-  contradiction. A reply is read by ``parse_judgement``: 1.0, 0.0, NaN for neither label;
+  length (``LENIENT_JUDGE_PROMPT_WORD``); ``strict@v2`` asks for every gold fact and no
+  contradiction. Both ask for the label as one word (``v1``, still usable by its id, asked for
+  ``{"label": ...}`` JSON). A reply is read by ``parse_judgement``: 1.0, 0.0, NaN for neither
+  label. A set whose reply is one word sends its two words as ``one_of`` (``LocalLLM`` decodes
+  under a grammar of exactly them) beside its JSON schema (for clients that constrain JSON only);
 - ``longmemeval@v1`` is LongMemEval's judge (``evaluate_qa.py``): one yes/no prompt per
   question type, the probe's ``category`` (single-session-user / -assistant and multi-session
   share one; temporal-reasoning forgives off-by-one day counts; knowledge-update accepts an
@@ -57,7 +60,7 @@ from ..base import Component, ConfigError, MemlabError
 from ..llm.base import for_client
 from ..llm.prompts import (
     JUDGE_PROMPTS,
-    LENIENT_JUDGE_PROMPT,
+    LENIENT_JUDGE_PROMPT_WORD,
     JudgePromptSet,
     judge_prompt_set,
     template_prompt_set,
@@ -72,7 +75,7 @@ _PUNCT = str.maketrans("", "", string.punctuation)
 ANSWER_INSTRUCTION = ("Answer the question using the conversation above. Answer in a short phrase; "
                       "if the conversation does not say, answer \"I don't know\".")
 
-JUDGE_PROMPT = LENIENT_JUDGE_PROMPT  # the mem0-style lenient judge's text (memlab.llm.prompts, lenient@v1)
+JUDGE_PROMPT = LENIENT_JUDGE_PROMPT_WORD  # the mem0-style lenient judge's text (memlab.llm.prompts, lenient@v2)
 
 
 def normalize_answer(text: str) -> str:
@@ -229,9 +232,10 @@ class LLMJudge(Component):
         ``category`` (the probe's question type) and ``probe_id`` choose the template of a set
         with one per type (``JudgePromptSet.template_for``)."""
         text = self._set.render(question, gold, prediction, category, probe_id)
-        completion = self.llm.complete([{"role": "user", "content": text}],
-                                       **for_client(self.llm, {"max_tokens": self._set.max_tokens,
-                                                               "schema": self._set.schema}))
+        params: dict[str, Any] = {"max_tokens": self._set.max_tokens, "schema": self._set.schema}
+        if self._set.reply == "word":
+            params["one_of"] = list(self._set.labels)
+        completion = self.llm.complete([{"role": "user", "content": text}], **for_client(self.llm, params))
         if self._set.protocol == "yes/no":
             return parse_yes_no(completion.text), completion
         return parse_judgement(completion.text), completion

@@ -18,6 +18,11 @@ its own form (``LocalLLM``: a llama.cpp grammar, so the model can only write JSO
 one); any other client never sees it (``LLM.complete`` drops it), so a client that cannot
 constrain its output, or was told not to, answers the same request as before, cache key
 included. Format errors are counted the same either way: an answer the step cannot read.
+
+**One word.** A step whose whole answer is one word from a fixed list (a judge's label:
+CORRECT/WRONG, yes/no) passes ``one_of=[words]``; a client that ``accepts_one_of()``
+(``LocalLLM``) can then write only one of them, any other client never sees it. Such a step may
+send a ``schema`` beside it for clients that constrain JSON but not words.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ Message = dict[str, Any]
 
 #: The request parameter carrying the JSON schema an answer must follow (``complete(..., schema=...)``).
 SCHEMA_PARAM = "schema"
+#: The request parameter listing the only words an answer may be (``complete(..., one_of=[...])``).
+ONE_OF_PARAM = "one_of"
 
 
 @dataclass(frozen=True)
@@ -145,12 +152,24 @@ class LLM(Component):
         (False here: a subclass that can says so, usually as its constructor configures it)."""
         return False
 
+    def accepts_one_of(self) -> bool:
+        """True when this client constrains an answer to one of the ``one_of=`` words of its
+        request (False here: the parameter is then dropped)."""
+        return False
+
     def capabilities(self) -> Capabilities:
         """What this client declares: ``structured_output`` (see ``accepts_schema()``)."""
         return Capabilities(structured_output=self.accepts_schema())
 
     def _schema_params(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``params`` with ``schema`` checked, and dropped unless this client takes it."""
+        """``params`` with ``schema`` and ``one_of`` checked, each dropped unless this client takes it."""
+        if ONE_OF_PARAM in params:
+            words = params[ONE_OF_PARAM]
+            if not isinstance(words, (list, tuple)) or not words or not all(isinstance(w, str) and w for w in words):
+                raise ConfigError(f"{type(self).__name__}.complete parameter 'one_of': expected a non-empty list of "
+                                  f"non-empty strings, got {words!r}"[:300])
+            if not self.accepts_one_of():
+                params = {k: v for k, v in params.items() if k != ONE_OF_PARAM}
         if SCHEMA_PARAM not in params:
             return params
         schema = params[SCHEMA_PARAM]
@@ -298,10 +317,10 @@ async def adrive(program: Generator[Op, Any, Any]) -> Any:
 
 def for_client(llm: Any, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` for ``llm.complete``: as they are for a memlab ``LLM`` (it reads or drops
-    ``schema`` itself), without ``schema`` for any other object with a ``complete`` method."""
-    if isinstance(llm, LLM) or SCHEMA_PARAM not in params:
+    ``schema`` and ``one_of`` itself), without them for any other object with a ``complete`` method."""
+    if isinstance(llm, LLM) or not (SCHEMA_PARAM in params or ONE_OF_PARAM in params):
         return params
-    return {k: v for k, v in params.items() if k != SCHEMA_PARAM}
+    return {k: v for k, v in params.items() if k not in (SCHEMA_PARAM, ONE_OF_PARAM)}
 
 
 def _request(request: Any) -> tuple[list[Message], dict[str, Any]]:

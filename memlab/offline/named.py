@@ -9,10 +9,13 @@ from ..base import ConfigError
 from ..embeddings.named import default_cache_path
 
 
-def make_llm(llm: Any):
-    """An LLM by name: None, "offline", "openai", "local" (``LocalLLM``: the bundled Gemma 3 270M
-    through llama.cpp), "local:PATH.gguf" (``LocalLLM`` over that GGUF), or an LLM instance.
-    "openai" and "local" answer repeated requests from a response cache in the memlab cache folder."""
+def make_llm(llm: Any, kv_slot: str | None = None):
+    """An LLM by name: None, "offline", "openai", "local" (``LocalLLM``: the default local model,
+    Qwen2.5-Coder-1.5B-Instruct, through llama.cpp), "local:NAME" (a model of
+    ``memlab.llm.models.MODELS``, e.g. "local:gemma-3-270m"), "local:PATH.gguf" (``LocalLLM`` over
+    that GGUF), or an LLM instance. "openai" and "local" answer repeated requests from a response
+    cache in the memlab cache folder. ``kv_slot``: the llama.cpp context a local model uses
+    (the CLI gives its judge its own, so the answerer's prompts do not evict the judge's prefix)."""
     from ..llm.base import LLM
 
     if llm is None or isinstance(llm, LLM):
@@ -33,7 +36,12 @@ def make_llm(llm: Any):
 
         from ..llm.cache import ResponseCache
         from ..llm.local import LocalLLM
+        from ..llm.models import MODELS
 
-        return LocalLLM(model_path=llm[len("local:"):] or None if ":" in llm else None,
+        rest = llm[len("local:"):] if ":" in llm else ""
+        where = {"model": rest} if rest in MODELS else {"model_path": rest or None}
+        slot = {"kv_slot": kv_slot} if kv_slot else {}
+        return LocalLLM(**where, **slot,
                         cache=ResponseCache(str(Path(default_cache_path()).with_name("responses.sqlite3"))))
-    raise ConfigError(f"llm must be None, 'offline', 'openai', 'local', 'local:PATH.gguf' or an LLM, got {llm!r}")
+    raise ConfigError(f"llm must be None, 'offline', 'openai', 'local', 'local:NAME' (a model name), "
+                      f"'local:PATH.gguf' or an LLM, got {llm!r}")

@@ -65,7 +65,7 @@ def _common_invariants(results: pd.DataFrame) -> None:
         assert (answers[f"judge_format_errors:{name}"] == unreadable).all()
     assert results["judge_correct"].equals(results["judge:lenient"])
     # every judge result names its prompt set (name@version) and model
-    assert set(results["judge_prompt_set"]) == {"lenient@v1"} and set(results["judge_prompt_set:strict"]) == {"strict@v1"}
+    assert set(results["judge_prompt_set"]) == {"lenient@v2"} and set(results["judge_prompt_set:strict"]) == {"strict@v2"}
     assert results["judge_model"].notna().all()
     # LoCoMo's official score beside token F1 on the LoCoMo slice, and only there
     locomo = results["slice"] == LOCOMO_SLICE
@@ -94,7 +94,7 @@ def _common_invariants(results: pd.DataFrame) -> None:
     assert table["n_scored"].tolist() == scored.groupby(["slice", "strategy"], sort=False).size().tolist()
     for m in STUDY_METRICS:
         assert f"{m}_ci_low" in table.columns and f"{m}_ci_high" in table.columns
-    assert set(table["judge_prompt_set:lenient"]) == {"lenient@v1"} and table["judge_model"].notna().all()
+    assert set(table["judge_prompt_set:lenient"]) == {"lenient@v2"} and table["judge_model"].notna().all()
 
 
 def test_the_slices():
@@ -146,12 +146,13 @@ def test_bad_arguments(slices):
 
 def test_llm_identity():
     assert llm_identity(OfflineLLM()) == ("memlab-offline", "cpu")
-    model, device = llm_identity(LocalLLM())
+    model, device = llm_identity(LocalLLM(model="gemma-3-270m"))
     assert model.startswith("gemma-3-270m") and device == "cpu"
+    assert llm_identity(LocalLLM())[0].startswith("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf:")
 
 
 def test_study_with_the_local_model():
-    llm = LocalLLM(n_ctx=2048)
+    llm = LocalLLM(model="gemma-3-270m", n_ctx=2048)
     slices = answer_slices(locomo_questions=1, lme_questions=1)
     results = answer_study(llm, slices, ["oracle"], answer_tokens=12)
     _common_invariants(results)

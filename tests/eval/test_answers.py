@@ -71,7 +71,7 @@ def test_answers_and_judge_through_the_openai_client(tiny):
     assert "Gold answer: Miso" in prompts[1] and "Generated answer: Miso" in prompts[1]
     assert (df["judge_tokens"] > 0).all()
     # every judged row names the judge's prompt set (name@version) and model
-    assert set(df["judge_prompt_set"]) == {"lenient@v1"} and set(df["judge_model"]) == {"m"}
+    assert set(df["judge_prompt_set"]) == {"lenient@v2"} and set(df["judge_model"]) == {"m"}
 
 
 def test_cli_answer_llm_offline_reports_answer_f1(tmp_path, capsys):

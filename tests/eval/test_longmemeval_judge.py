@@ -26,6 +26,7 @@ from memlab.llm.loopback import LoopbackServer, ScriptedChat
 from memlab.llm.openai_chat import OpenAIChat
 from memlab.llm.prompts import (
     JUDGE_PROMPT_SETS,
+    JUDGE_PROMPT_VERSIONS,
     JUDGE_PROMPTS,
     LONGMEMEVAL_JUDGE,
     YES_NO_SCHEMA,
@@ -63,6 +64,8 @@ TYPES = ["single-session-user", "single-session-assistant", "multi-session", "te
 DIGESTS = {
     "lenient@v1": "b68aa50b81e65884633cde4752ab3d885e71b6cd8fa58fd842c6e32353183dc1",
     "strict@v1": "3a1697d584d66560543fbf0173a6da8db1e938ca9d72140b72891f4617918fcc",
+    "lenient@v2": "f0f199f34146ace55f0d8e65a704b585fb1f83a281308fe3f202534ee763b032",
+    "strict@v2": "0ee5254482089896918ef53d2678b825f065d4283f076b61cd20b02d9883c7f7",
     "longmemeval@v1": "cbac255ffcaf2bface56a96410fe76dfe0ec37e2d251dce4e46823bcaf2a2b78",
 }
 
@@ -80,7 +83,15 @@ def test_each_type_renders_the_sources_prompt(task):
 
 
 def test_every_set_is_versioned_by_its_text():
-    assert {s.id: s.digest for s in JUDGE_PROMPT_SETS.values()} == DIGESTS
+    assert {s.id: s.digest for s in JUDGE_PROMPT_VERSIONS.values()} == DIGESTS
+    assert {s.id for s in JUDGE_PROMPT_SETS.values()} == {"lenient@v2", "strict@v2", "longmemeval@v1"}  # current
+    # v2 is v1's words with the reply asked as one word (a grammar of the two words, LocalLLM)
+    for name in ("lenient", "strict"):
+        v1, v2 = JUDGE_PROMPT_VERSIONS[f"{name}@v1"], JUDGE_PROMPT_VERSIONS[f"{name}@v2"]
+        assert (v1.reply, v2.reply) == ("json", "word") and v2.labels == ("CORRECT", "WRONG")
+        assert v2.templates["*"] == v1.templates["*"].replace(
+            'Reply with JSON only: {{"label": "CORRECT"}} or {{"label": "WRONG"}}.', "Reply with one word: CORRECT or WRONG.")
+    assert (LONGMEMEVAL_JUDGE.reply, LONGMEMEVAL_JUDGE.labels) == ("word", ("yes", "no"))
     assert LONGMEMEVAL_JUDGE.question_types == TYPES
     assert (LONGMEMEVAL_JUDGE.protocol, LONGMEMEVAL_JUDGE.max_tokens, LONGMEMEVAL_JUDGE.schema) == \
         ("yes/no", 10, YES_NO_SCHEMA)
@@ -185,16 +196,17 @@ def test_the_label_sets_keep_their_names():
     with LoopbackServer(chat=ScriptedChat(['{"label": "CORRECT"}', '{"label": "WRONG"}'])) as server:
         out = judge_rows(pd.DataFrame({"query": ["Q"], "answer": ["A"], "prediction": ["P"]}), _client(server))
     assert out[["judge:lenient", "judge:strict"]].iloc[0].tolist() == [1.0, 0.0]
-    assert out[["judge_prompt_set:lenient", "judge_prompt_set:strict"]].iloc[0].tolist() == ["lenient@v1", "strict@v1"]
-    assert LLMJudge(object()).identity()["judge_prompt_set"] == "lenient@v1"
+    assert out[["judge_prompt_set:lenient", "judge_prompt_set:strict"]].iloc[0].tolist() == ["lenient@v2", "strict@v2"]
+    assert LLMJudge(object()).identity()["judge_prompt_set"] == "lenient@v2"
+    assert LLMJudge(object(), prompt_set="lenient@v1").identity()["judge_prompt_set"] == "lenient@v1"
     custom = LLMJudge(object(), prompt="Q {question} G {gold} P {prediction}").identity()["judge_prompt_set"]
-    assert custom.startswith("custom@sha-") and LLMJudge(object(), prompt=JUDGE_PROMPTS["strict"]).prompts.id == "strict@v1"
+    assert custom.startswith("custom@sha-") and LLMJudge(object(), prompt=JUDGE_PROMPTS["strict"]).prompts.id == "strict@v2"
 
 
 def test_unknown_prompt_set_names_parameter_value_and_known_names():
     with pytest.raises(ConfigError, match=r"LLMJudge parameter 'prompt_set': expected a judge prompt set name among "
                                           r"lenient, strict, longmemeval \(or name@version: lenient@v1, strict@v1, "
-                                          r"longmemeval@v1\), got 'longmemeval-v2'"):
+                                          r"lenient@v2, strict@v2, longmemeval@v1\), got 'longmemeval-v2'"):
         LLMJudge(object(), prompt_set="longmemeval-v2")
     with pytest.raises(ConfigError, match=r"parameter 'prompt_set'.*got 'longmemeval@v9'"):
         LLMJudge(object(), prompt_set="longmemeval@v9")

@@ -1,5 +1,6 @@
-"""LocalLLM over llama.cpp with the bundled Gemma 3 270M: configuration, template, determinism,
-usage, cache, async and faults. Every call is short (a few tokens) so the module takes seconds.
+"""LocalLLM over llama.cpp with the base Gemma 3 270M (the fastest registered model, by name):
+configuration, template, determinism, usage, cache, async and faults. Every call is short (a few
+tokens) so the module takes seconds.
 
 llama-cpp-python is installed by scripts/setup.sh (memlab[local]): if it is missing these tests
 fail rather than skip."""
@@ -14,7 +15,10 @@ import pytest
 from memlab.base import ConfigError
 from memlab.llm import LLMError, ResponseCache
 from memlab.llm.local import GEMMA_FORMAT, TRANSCRIPT_FORMAT, LocalLLM, fold_messages, models_dir, render_transcript
+from memlab.llm.models import model_path
 from memlab.strategies.builtins import make_llm
+
+GEMMA = "gemma-3-270m"
 
 TEMPLATE_TOKENS = ("<start_of_turn>", "<end_of_turn>", "[/INST]", "[INST]", "<bos>", "<eos>")
 ASK = [{"role": "system", "content": "Answer in a few words."},
@@ -24,7 +28,7 @@ ASK = [{"role": "system", "content": "Answer in a few words."},
 
 @pytest.fixture(scope="module")
 def llm():
-    model = LocalLLM(n_ctx=1024, max_tokens=12)
+    model = LocalLLM(model=GEMMA, n_ctx=1024, max_tokens=12)
     yield model
     model.close()
 
@@ -39,22 +43,34 @@ def test_constructor_validates_and_loads_nothing(tmp_path):
         LocalLLM(model_path=str(not_gguf))
     with pytest.raises(ConfigError, match=r"'n_threads': expected an int >= 1 or None, got 0"):
         LocalLLM(n_threads=0)
-    with pytest.raises(ConfigError, match=r"'n_gpu_layers': expected an int >= -1, got -2"):
+    with pytest.raises(ConfigError, match=r"'n_gpu_layers': expected an int >= -1 or None, got -2"):
         LocalLLM(n_gpu_layers=-2)
     with pytest.raises(ConfigError, match=r"'temperature'"):
         LocalLLM(temperature=-0.1)
-    model = LocalLLM()
+    with pytest.raises(ConfigError, match=r"'model': expected a model name among qwen2.5-coder-1.5b, .*got 'gpt-9'"):
+        LocalLLM(model="gpt-9")
+    with pytest.raises(ConfigError, match=r"give model .* or model_path .*, not both"):
+        LocalLLM(model=GEMMA, model_path=str(model_path(GEMMA)))
+    with pytest.raises(ConfigError, match=r"'prompt_cache': expected one of 'prefix', 'off', got 'ram'"):
+        LocalLLM(prompt_cache="ram")
+    model = LocalLLM(model=GEMMA)
     assert model.load_seconds is None  # lazy: nothing loaded yet
-    assert model.resolved_chat_format() == TRANSCRIPT_FORMAT  # the bundled GGUF is a base model
-    assert LocalLLM(chat_format="gemma").resolved_chat_format() == GEMMA_FORMAT
+    assert model.resolved_chat_format() == TRANSCRIPT_FORMAT  # the Gemma GGUF is a base model
+    assert LocalLLM(model=GEMMA, chat_format="gemma").resolved_chat_format() == GEMMA_FORMAT
+    default = LocalLLM()  # the capable instruct model, with its chat template
+    assert default.resolved_model() == "qwen2.5-coder-1.5b" and default.resolved_chat_format() == "chatml"
+    assert default.resolved_gpu_layers() == 0  # this llama-cpp-python build has no GPU offload
 
 
 def test_make_llm_names(tmp_path):
     model = make_llm("local")
     assert isinstance(model, LocalLLM) and model.model_path is None and model.cache is not None
+    assert model.resolved_model() == "qwen2.5-coder-1.5b"
+    assert make_llm(f"local:{GEMMA}").resolved_model() == GEMMA
+    assert make_llm("local", kv_slot="judge").kv_slot == "judge"
     with pytest.raises(ConfigError, match=r"model_path"):
         make_llm(f"local:{tmp_path / 'nope.gguf'}")
-    with pytest.raises(ConfigError, match=r"'local', 'local:PATH.gguf'"):
+    with pytest.raises(ConfigError, match=r"'local', 'local:NAME' \(a model name\), 'local:PATH.gguf'"):
         make_llm("lokal")
 
 
@@ -100,7 +116,7 @@ def test_deterministic_and_usage_counted(llm):
 
 def test_cache_answers_repeats_and_counts_them():
     cache = ResponseCache()
-    model = LocalLLM(n_ctx=1024, max_tokens=4, cache=cache)
+    model = LocalLLM(model=GEMMA, n_ctx=1024, max_tokens=4, cache=cache)
     first = model.complete(ASK)
     model.close()  # a hit must not need the model
     second = model.complete(ASK)
@@ -151,7 +167,7 @@ def test_a_constrained_extraction_answer_is_json_the_step_reads():
     dialogue = load_any("datasets/travel_advisor.json").dialogues[0]
     turn = [t.to_record(dialogue.id) for t in dialogue.turns()][2]
     assert turn.content == "Somewhere warm by the sea. I'm tired of the cold here in Beijing."
-    model = LocalLLM(max_tokens=96)
+    model = LocalLLM(model=GEMMA, max_tokens=96)
     try:
         answer = model.complete(extract_prompt([turn]), schema=extract_schema(list(turn.source_ids))).text
     finally:
@@ -165,7 +181,7 @@ def test_constrained_answers_are_cached_under_the_grammar_rules(monkeypatch):
     from memlab.llm.prompts import JUDGE_SCHEMA
 
     cache = ResponseCache()
-    model = LocalLLM(n_ctx=1024, max_tokens=8, cache=cache)
+    model = LocalLLM(model=GEMMA, n_ctx=1024, max_tokens=8, cache=cache)
     first = model.complete(ASK, schema=JUDGE_SCHEMA)
     assert model.complete(ASK, schema=JUDGE_SCHEMA).cached
     monkeypatch.setattr(local, "GRAMMAR_RULES", "other rules")   # answers made under older rules are not served

@@ -90,14 +90,14 @@ def test_add_answer_scores():
 
 
 def test_judge_rows_with_the_local_model():
-    llm = LocalLLM(n_ctx=1024)
+    llm = LocalLLM(model="gemma-3-270m", n_ctx=1024)
     rows = pd.DataFrame({"query": ["What did Caroline paint?", "Where does Sam live?"],
                          "answer": ["a sunrise", "Berlin"], "prediction": ["a sunrise", None]})
     judged = judge_rows(rows, llm)
     assert list(judged.columns[-7:]) == ["judge:lenient", "judge_format_errors:lenient", "judge_prompt_set:lenient",
                                          "judge:strict", "judge_format_errors:strict", "judge_prompt_set:strict",
                                          "judge_model"]
-    assert judged["judge_prompt_set:strict"].iloc[0] == "strict@v1" and judged["judge_model"].iloc[0] == llm.model_id()
+    assert judged["judge_prompt_set:strict"].iloc[0] == "strict@v2" and judged["judge_model"].iloc[0] == llm.model_id()
     for name in ("lenient", "strict"):
         first = judged[f"judge:{name}"].iloc[0]
         assert first in (0.0, 1.0) or (math.isnan(first) and judged[f"judge_format_errors:{name}"].iloc[0])

@@ -1,4 +1,5 @@
-"""`memlab serve-llm` on loopback: start, one chat call through OpenAIChat, a wrong key refused, stop."""
+"""`memlab serve-llm` on loopback: start, one chat call through OpenAIChat, a wrong key refused, stop.
+The server serves the model named by --model (the small Qwen, chatml: the registry's template)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from memlab.llm.local import LocalLLM
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-local-test"
+MODEL = "qwen2.5-coder-0.5b"
 
 
 def _free_port() -> int:
@@ -48,7 +50,7 @@ def server():
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "memlab.cli", "serve-llm", "--port", str(port), "--api-key", KEY,
-                             "--n-ctx", "1024"],
+                             "--n-ctx", "1024", "--model", MODEL],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _wait_ready(proc, f"http://127.0.0.1:{port}/v1/models")
@@ -68,8 +70,8 @@ def test_openai_chat_talks_to_it_unchanged(server):
                 {"role": "user", "content": "I painted a sunrise over the lake. What did I paint?"}]
     c = llm.complete(messages)
     # the same model, template and greedy decoding as in this process
-    assert c.text.strip() == LocalLLM(n_ctx=1024).complete(messages, max_tokens=8).text
-    assert "painted" in c.text and "<end_of_turn>" not in c.text and "Answer:" not in c.text
+    assert c.text.strip() == LocalLLM(model=MODEL, n_ctx=1024).complete(messages, max_tokens=8).text
+    assert "sunrise" in c.text.lower() and "<|im_end|>" not in c.text and "<|im_start|>" not in c.text
     assert c.prompt_tokens > 10 and 0 < c.completion_tokens <= 8
     assert llm.usage.calls == 1
 

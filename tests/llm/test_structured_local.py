@@ -1,4 +1,4 @@
-"""Structured output with the bundled Gemma 3 270M: under the grammar built from a step's schema the
+"""Structured output with the base Gemma 3 270M (by name): under the grammar built from a step's schema the
 model's answers are ones the step reads (judge labels, an extraction, a relevance choice), where the
 same model unconstrained (``structured_output=False``) answers the judge with prose and the
 extraction with a copy of the prompt's format line. Format errors are counted the same way both
@@ -35,7 +35,8 @@ TURNS = [MemoryRecord(role=Role.USER, content="I moved to Oslo last month and I 
 
 @pytest.fixture(scope="module")
 def models():
-    on, off = LocalLLM(n_ctx=2048, max_tokens=256), LocalLLM(n_ctx=2048, max_tokens=256, structured_output=False)
+    on = LocalLLM(model="gemma-3-270m", n_ctx=2048, max_tokens=256)
+    off = LocalLLM(model="gemma-3-270m", n_ctx=2048, max_tokens=256, structured_output=False)
     yield on, off
     on.close()  # (both share one loaded model)
 
@@ -85,8 +86,8 @@ def test_relevance_filter_answer_is_bounded_by_the_schema(models):
 
 def test_cache_keeps_constrained_and_unconstrained_answers_apart():
     cache = ResponseCache()
-    on = LocalLLM(n_ctx=2048, max_tokens=16, cache=cache)
-    off = LocalLLM(n_ctx=2048, max_tokens=16, cache=cache, structured_output=False)
+    on = LocalLLM(model="gemma-3-270m", n_ctx=2048, max_tokens=16, cache=cache)
+    off = LocalLLM(model="gemma-3-270m", n_ctx=2048, max_tokens=16, cache=cache, structured_output=False)
     ask = [{"role": "user", "content": LENIENT_JUDGE_PROMPT.format(question=CASES[1][0], gold=CASES[1][1],
                                                                    prediction=CASES[1][2])}]
     a, b = on.complete(ask, schema=JUDGE_SCHEMA), off.complete(ask, schema=JUDGE_SCHEMA)

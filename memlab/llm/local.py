@@ -22,13 +22,16 @@ a time).
   a message's ``name`` as ``"Name: "`` before its content (llama.cpp's plain ``"gemma"`` drops
   system messages, and with them memlab's task instructions).
 - **Deterministic**: ``temperature=0`` is greedy decoding; ``seed`` seeds the sampler otherwise.
-- **Prompt caching** (``prompt_cache="prefix"``, the default): the KV cache of the previous call
-  is kept, and a prompt that starts with the same tokens evaluates only what follows them
-  (llama-cpp-python's prefix match), so the shared head of a judge prompt, or a dialogue's
-  context under several questions, is evaluated once per run instead of once per question.
-  Evaluating a prompt in two pieces gave the same logits, bit for bit, as in one (measured on
-  the registry's models with this build), so an answer still does not depend on which call came
-  before (the tests check it). ``kv_slot`` names the llama.cpp context a client uses: clients
+- **Prompt caching** (``prompt_cache="prefix"``): the KV cache of the previous call is kept, and
+  a prompt that starts with the same tokens evaluates only what follows them (llama-cpp-python's
+  prefix match), so the shared head of a judge prompt, or a dialogue's context under several
+  questions, is evaluated once per run instead of once per question. For the Qwen models,
+  evaluating a prompt in two pieces gave the same logits, bit for bit, as in one (measured with
+  this build), so an answer does not depend on which call came before (the tests check it).
+  Not so for Gemma 3, whose sliding-window layers keep their own cache: with the prefix reused it
+  answered a judge prompt differently (measured). The default ``"auto"`` therefore reuses the
+  prefix unless the GGUF declares a sliding window (``<arch>.attention.sliding_window`` in its
+  metadata), and evaluates every prompt afresh then. ``kv_slot`` names the llama.cpp context a client uses: clients
   with different slots keep different KV caches over the same weights (the CLI gives the judge
   its own, so the answerer's calls do not evict the judge's prefix). ``prompt_cache="off"``
   evaluates every prompt afresh. llama-cpp-python's ``LlamaRAMCache`` is not used: each state it
@@ -89,8 +92,9 @@ _OURS = (GEMMA_FORMAT, TRANSCRIPT_FORMAT)
 MODEL_ENV = "MEMLAB_LOCAL_MODEL"
 _GGUF_MAGIC = b"GGUF"
 _INSTALL_HINT = "pip install 'memlab[local]' (scripts/setup.sh installs it)"
-#: ``prompt_cache`` values: keep the KV of the previous call and reuse its common prefix, or not.
-PROMPT_CACHE_MODES = ("prefix", "off")
+#: ``prompt_cache`` values: keep the KV of the previous call and reuse its common prefix, or not;
+#: ``auto``: reuse it unless the model has sliding-window attention layers (``prefix_safe``).
+PROMPT_CACHE_MODES = ("auto", "prefix", "off")
 _FORMAT_LOCK = threading.Lock()
 #: Loaded models shared by every client of one load configuration (clones, strategies and the
 #: answerer of one run): (llama_cpp.Llama, the lock that serialises its calls, load seconds).
@@ -306,7 +310,7 @@ class LocalLLM(RetryingLLM):
                  n_ctx: int = 8192, n_threads: int | None = None, n_gpu_layers: int | None = None,
                  temperature: float = 0.0, max_tokens: int = 256, seed: int = 0, max_retries: int = 1,
                  cache: ResponseCache | None = None, verbose: bool = False, structured_output: bool = True,
-                 prompt_cache: str = "prefix", kv_slot: str = "default"):
+                 prompt_cache: str = "auto", kv_slot: str = "default"):
         self.model_path = model_path
         self.model = model
         self.chat_format = chat_format
@@ -522,9 +526,10 @@ class LocalLLM(RetryingLLM):
                 return hit
         attempts = self.max_retries + 1
         llama, lock = self._shared()
+        fresh = self.prompt_cache == "off" or (self.prompt_cache == "auto" and not prefix_safe(llama))
         for attempt in range(attempts):
             with lock:
-                if self.prompt_cache == "off" or attempt > 0:
+                if fresh or attempt > 0:
                     llama.reset()  # a whole fresh evaluation (after a failed decode, always)
                 try:
                     out = llama.create_chat_completion(messages=list(messages), **self._llama_params(request))
@@ -626,6 +631,13 @@ def _completion(out: dict[str, Any], model: str) -> Completion:
     usage = out.get("usage") or {}
     return Completion(text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens") or 0),
                       completion_tokens=int(usage.get("completion_tokens") or 0), model=model, cached=False)
+
+
+def prefix_safe(llama: Any) -> bool:
+    """Whether reusing a kept prefix is known to change no answer of this loaded model: False when
+    its GGUF declares a sliding window (Gemma 3: measured to answer differently), else True."""
+    metadata = getattr(llama, "metadata", None) or {}
+    return not any(key.endswith(".attention.sliding_window") for key in metadata)
 
 
 def word_grammar(words: Any) -> Any:

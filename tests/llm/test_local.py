@@ -51,7 +51,7 @@ def test_constructor_validates_and_loads_nothing(tmp_path):
         LocalLLM(model="gpt-9")
     with pytest.raises(ConfigError, match=r"give model .* or model_path .*, not both"):
         LocalLLM(model=GEMMA, model_path=str(model_path(GEMMA)))
-    with pytest.raises(ConfigError, match=r"'prompt_cache': expected one of 'prefix', 'off', got 'ram'"):
+    with pytest.raises(ConfigError, match=r"'prompt_cache': expected one of 'auto', 'prefix', 'off', got 'ram'"):
         LocalLLM(prompt_cache="ram")
     model = LocalLLM(model=GEMMA)
     assert model.load_seconds is None  # lazy: nothing loaded yet
@@ -103,6 +103,20 @@ def test_answers_from_context_without_template_tokens(llm):
     assert c.model == llm.model_id() and c.model.startswith("gemma-3-270m-q4_k_m.gguf:")
     assert llm.load_seconds is not None and llm.load_seconds > 0
     assert not any(p.name.endswith(".tmp") for p in models_dir().iterdir())  # assembled atomically
+
+
+def test_a_sliding_window_model_evaluates_every_prompt_afresh(llm):
+    # Gemma 3's sliding-window layers answered differently with a kept prefix (measured), so the
+    # default prompt_cache="auto" does not reuse it there: the answers equal a fresh evaluation's
+    from memlab.llm.local import prefix_safe
+
+    assert llm.prompt_cache == "auto" and not prefix_safe(llm.load())
+    fresh = LocalLLM(model=GEMMA, n_ctx=1024, max_tokens=12, prompt_cache="off", kv_slot="fresh")
+    try:
+        other = [{"role": "user", "content": "Where does Ann live? Ann lives in Oslo."}]
+        assert [llm.complete(m).text for m in (other, ASK, other)] == [fresh.complete(m).text for m in (other, ASK, other)]
+    finally:
+        fresh.close()
 
 
 def test_deterministic_and_usage_counted(llm):

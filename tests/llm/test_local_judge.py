@@ -70,6 +70,9 @@ def test_the_longmemeval_set_gets_one_word_yes_or_no(small):
 
 
 def test_the_shared_prefix_is_evaluated_once_and_no_answer_changes(small):
+    from memlab.llm.local import prefix_safe
+
+    assert small.prompt_cache == "auto" and prefix_safe(small.load())   # no sliding window: reused
     fresh = LocalLLM(model=TEST_MODEL, n_ctx=2048, prompt_cache="off", kv_slot="test-fresh")
     cached, plain = Counting(small), Counting(fresh)
     try:

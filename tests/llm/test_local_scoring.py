@@ -19,7 +19,13 @@ from memlab.eval.answers import (
     token_f1,
 )
 from memlab.llm.local import LocalLLM
-from memlab.llm.prompts import JUDGE_PROMPTS, LENIENT_JUDGE_PROMPT, STRICT_JUDGE_PROMPT
+from memlab.llm.prompts import (
+    JUDGE_PROMPTS,
+    LENIENT_JUDGE_PROMPT,
+    LENIENT_JUDGE_PROMPT_WORD,
+    STRICT_JUDGE_PROMPT,
+    STRICT_JUDGE_PROMPT_WORD,
+)
 
 ECHO = "User said: I graduated with a degree in Business Administration, which helped"
 
@@ -44,11 +50,14 @@ def test_cohen_kappa_exact_values():
 
 
 def test_judge_prompts():
-    assert JUDGE_PROMPT == LENIENT_JUDGE_PROMPT == JUDGE_PROMPTS["lenient"]
-    assert JUDGE_PROMPTS["strict"] == STRICT_JUDGE_PROMPT
+    assert JUDGE_PROMPT == LENIENT_JUDGE_PROMPT_WORD == JUDGE_PROMPTS["lenient"]   # lenient@v2
+    assert JUDGE_PROMPTS["strict"] == STRICT_JUDGE_PROMPT_WORD
     for prompt in JUDGE_PROMPTS.values():
         text = prompt.format(question="Q?", gold="G", prediction="P")
-        assert "Question: Q?\nGold answer: G\nGenerated answer: P" in text and '{"label": "CORRECT"}' in text
+        assert "Question: Q?\nGold answer: G\nGenerated answer: P" in text
+        assert text.endswith("Reply with one word: CORRECT or WRONG.")
+    for prompt in (LENIENT_JUDGE_PROMPT, STRICT_JUDGE_PROMPT):   # v1 asked for JSON
+        assert '{"label": "CORRECT"}' in prompt.format(question="Q?", gold="G", prediction="P")
 
 
 def _rows() -> pd.DataFrame:

@@ -331,6 +331,8 @@ def render_layered_local(_: str = "") -> str:
     lines.append("")
     lines += [f"- {phrase_comparison(p)}." for p in data["paired"]]
     lines += ["", f"Record `bench/results/layered_local.json`: {describe_provenance(data['provenance'])}."]
+    if data["local"].get("outdated"):  # a row HEAD no longer runs says so where it is shown
+        lines += ["", f"Outdated: the local row was {data['local']['outdated']}."]
     return "\n" + "\n".join(lines) + "\n"
 
 

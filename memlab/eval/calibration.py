@@ -297,10 +297,12 @@ def _category_for(prompts: JudgePromptSet, pair: CalibrationPair) -> str | None:
 
 def judge_key(judge: LLMJudge) -> str:
     """What names the judge's model in a calibration key: a ``LocalLLM``'s GGUF sha256, chat
-    format and whether its output is constrained; else ``llm_identity``'s model name."""
+    format, whether its output is constrained and how it evaluates prompts; else
+    ``llm_identity``'s model name."""
     llm = judge.llm
     if hasattr(llm, "model_sha256"):
-        return f"gguf-sha256:{llm.model_sha256()}:{llm.resolved_chat_format()}:structured={llm.structured_output}"
+        return (f"gguf-sha256:{llm.model_sha256()}:{llm.resolved_chat_format()}:structured={llm.structured_output}"
+                f":eval={llm.eval_scheme()}")
     return f"model:{llm_identity(llm)[0]}:{type(llm).__name__}"
 
 

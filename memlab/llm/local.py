@@ -23,15 +23,20 @@ a time).
   system messages, and with them memlab's task instructions).
 - **Deterministic**: ``temperature=0`` is greedy decoding; ``seed`` seeds the sampler otherwise.
 - **Prompt caching** (``prompt_cache="prefix"``): the KV cache of the previous call is kept, and
-  a prompt that starts with the same tokens evaluates only what follows them (llama-cpp-python's
-  prefix match), so the shared head of a judge prompt, or a dialogue's context under several
-  questions, is evaluated once per run instead of once per question. For the Qwen models,
-  evaluating a prompt in two pieces gave the same logits, bit for bit, as in one (measured with
-  this build), so an answer does not depend on which call came before (the tests check it).
-  Not so for Gemma 3, whose sliding-window layers keep their own cache: with the prefix reused it
-  answered a judge prompt differently (measured). The default ``"auto"`` therefore reuses the
-  prefix unless the GGUF declares a sliding window (``<arch>.attention.sliding_window`` in its
-  metadata), and evaluates every prompt afresh then. ``kv_slot`` names the llama.cpp context a client uses: clients
+  a prompt that starts with the same tokens evaluates only what follows them, so the shared head
+  of a judge prompt, or a dialogue's context under several questions, is evaluated once per run
+  instead of once per question. Reused naively (llama-cpp-python's own prefix match), a kept
+  prefix changes answers: a KV entry computed in a batch of one length differs in the last bits
+  from the same entry computed in a batch of another (measured on Qwen2.5-Coder-1.5B: logits off
+  by up to 0.46 once more than 64 tokens were reused, and 1 of 24 judge labels flipped). So the
+  prompt is evaluated in batches of ``PREFIX_CHUNK`` (64) tokens starting at multiples of 64,
+  fresh or not, and only whole batches of the previous prompt are reused (``aligned_prefix``):
+  every KV entry then comes from the same batch as in a fresh evaluation, and an answer does not
+  depend on which call came before (the tests check it; batches of 64 evaluate as fast as
+  batches of 512 on this CPU, measured). Gemma 3's sliding-window layers keep a cache of their
+  own, which this was not checked for: the default ``"auto"`` reuses the prefix unless the GGUF
+  declares a sliding window (``<arch>.attention.sliding_window``), and evaluates every prompt
+  afresh then, in one batch as before. ``kv_slot`` names the llama.cpp context a client uses: clients
   with different slots keep different KV caches over the same weights (the CLI gives the judge
   its own, so the answerer's calls do not evict the judge's prefix). ``prompt_cache="off"``
   evaluates every prompt afresh. llama-cpp-python's ``LlamaRAMCache`` is not used: each state it
@@ -95,6 +100,9 @@ _INSTALL_HINT = "pip install 'memlab[local]' (scripts/setup.sh installs it)"
 #: ``prompt_cache`` values: keep the KV of the previous call and reuse its common prefix, or not;
 #: ``auto``: reuse it unless the model has sliding-window attention layers (``prefix_safe``).
 PROMPT_CACHE_MODES = ("auto", "prefix", "off")
+#: With the prefix reused, prompts are evaluated in batches of this many tokens starting at
+#: multiples of it, and only whole batches are reused (``aligned_prefix``): see the module docstring.
+PREFIX_CHUNK = 64
 _FORMAT_LOCK = threading.Lock()
 #: Loaded models shared by every client of one load configuration (clones, strategies and the
 #: answerer of one run): (llama_cpp.Llama, the lock that serialises its calls, load seconds).
@@ -429,7 +437,21 @@ class LocalLLM(RetryingLLM):
 
     def _load_key(self) -> tuple[Any, ...]:
         return (str(self.resolved_path()), self.resolved_chat_format(), self.n_ctx, self.resolved_threads(),
-                self.resolved_gpu_layers(), self.seed, self.verbose, self.kv_slot)
+                self.resolved_gpu_layers(), self.seed, self.verbose, self.kv_slot, self._chunked())
+
+    def eval_scheme(self) -> str:
+        """How prompts are evaluated: ``"batches-of-64"`` (prefix reuse possible) or ``"whole"``;
+        it decides the last bits of the logits, so a judge's calibration is keyed by it."""
+        return f"batches-of-{PREFIX_CHUNK}" if self._chunked() else "whole"
+
+    def _chunked(self) -> bool:
+        """Whether the model is loaded to reuse prefixes (batches of ``PREFIX_CHUNK``): for
+        ``prefix``, and for ``auto`` unless the registry says the model has a sliding window (a
+        GGUF given by path is checked after loading, ``prefix_safe``)."""
+        if self.prompt_cache == "off":
+            return False
+        name = self.resolved_model()
+        return self.prompt_cache == "prefix" or name is None or not get_model(name).sliding_window
 
     @property
     def loaded(self) -> bool:
@@ -459,10 +481,14 @@ class LocalLLM(RetryingLLM):
         kwargs: dict[str, Any] = {"n_ctx": self.n_ctx, "n_gpu_layers": self.resolved_gpu_layers(), "seed": self.seed,
                                   "chat_format": chat_format, "verbose": self.verbose,
                                   "n_threads": threads, "n_threads_batch": threads}
+        if self._chunked():
+            kwargs["n_batch"] = kwargs["n_ubatch"] = PREFIX_CHUNK
         try:
             llama = Llama(model_path=str(path), **kwargs)
         except ValueError as exc:
             raise ConfigError(f"LocalLLM model_path {str(path)!r}: llama.cpp could not load it: {exc}") from None
+        if self._chunked():
+            aligned_prefix(llama, PREFIX_CHUNK)
         return llama, threading.Lock(), time.perf_counter() - start
 
     def device(self) -> str:
@@ -526,7 +552,7 @@ class LocalLLM(RetryingLLM):
                 return hit
         attempts = self.max_retries + 1
         llama, lock = self._shared()
-        fresh = self.prompt_cache == "off" or (self.prompt_cache == "auto" and not prefix_safe(llama))
+        fresh = not self._chunked() or (self.prompt_cache == "auto" and not prefix_safe(llama))
         for attempt in range(attempts):
             with lock:
                 if fresh or attempt > 0:
@@ -631,6 +657,39 @@ def _completion(out: dict[str, Any], model: str) -> Completion:
     usage = out.get("usage") or {}
     return Completion(text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens") or 0),
                       completion_tokens=int(usage.get("completion_tokens") or 0), model=model, cached=False)
+
+
+def aligned_prefix(llama: Any, chunk: int) -> None:
+    """Make ``llama`` reuse only whole, aligned batches of the previous prompt's KV cache.
+
+    Wraps the instance's ``generate`` (which ``create_chat_completion`` calls with the prompt's
+    tokens): before llama-cpp-python's own prefix match runs, the kept state is cut to the
+    longest common prefix rounded down to a multiple of ``chunk``, and never beyond the whole
+    batches of the previous prompt (a last, partial batch, or generated tokens, were computed in
+    batches of other lengths). With ``n_batch == chunk`` the rest is then evaluated in batches
+    starting at multiples of ``chunk``, as a fresh evaluation does."""
+    original = llama.generate
+    state = {"clean": 0}
+
+    def generate(tokens: Any, *args: Any, **kwargs: Any) -> Any:
+        tokens = list(tokens)
+        if kwargs.get("reset", True) and llama.n_tokens > 0:
+            kept = list(llama._input_ids[: min(llama.n_tokens, state["clean"])])
+            common = 0
+            for a, b in zip(kept, tokens):
+                if a != b:
+                    break
+                common += 1
+            reuse = min(common, len(tokens) - 1) // chunk * chunk  # at least one token left to evaluate
+            if reuse <= 0:
+                llama.reset()
+            else:
+                llama.n_tokens = reuse
+                llama._ctx.kv_cache_seq_rm(-1, reuse, -1)
+        state["clean"] = len(tokens) // chunk * chunk  # the whole batches this prompt leaves
+        return (yield from original(tokens, *args, **kwargs))
+
+    llama.generate = generate
 
 
 def prefix_safe(llama: Any) -> bool:

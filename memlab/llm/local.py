@@ -546,6 +546,8 @@ class LocalLLM(RetryingLLM):
         # cache key names the grammar rules, so answers cached under older rules are not served again
         constrained = "response_format" in request or ONE_OF_PARAM in request
         keyed = {**request, "grammar_rules": GRAMMAR_RULES} if constrained else request
+        if self._chunked():  # batches of 64 decide the last bits of the logits: not the same answers as "whole"
+            keyed = {**keyed, "eval": self.eval_scheme()}
         if self.cache is not None:
             hit = self.cache.get(model, messages, keyed)
             if hit is not None:

@@ -54,7 +54,7 @@ from .paths import LONGMEMEVAL_ORACLE, locomo_path, longmemeval_path
 from .replay import load_any, replay
 
 #: The strategies the study compares, in the order tables list them.
-STUDY_STRATEGIES = ("oracle", "full_context", "bm25_plus", "hybrid_plus", "layered")
+STUDY_STRATEGIES = ("oracle", "full_context", "bm25", "bm25_plus", "hybrid_plus", "layered")
 #: LongMemEval question types of the slice (answerable from the evidence turns).
 LME_CATEGORIES = ("single-session-user", "knowledge-update", "multi-session")
 #: The answer scores the study's tables report, with the context's recall beside them.
@@ -93,9 +93,24 @@ def answer_slices(locomo_conversations: int = 1, locomo_questions: int = 10, lme
 
 
 def study_configs(embedder: str = "e5", full_context_tokens: int = 1500,
-                  layered_tokens: int = 512) -> dict[str, dict[str, Any]]:
-    """Each study strategy's parameters (``memlab.strategies.get(name, **params)``)."""
-    return {"oracle": {}, "full_context": {"token_limit": full_context_tokens}, "bm25_plus": {},
+                  layered_tokens: int = 512, context_tokens: int | None = None) -> dict[str, dict[str, Any]]:
+    """Each study strategy's parameters (``memlab.strategies.get(name, **params)``).
+
+    With ``context_tokens`` B every context is matched at B tokens: ``full_context`` keeps the
+    last B tokens of the conversation (recency), ``bm25``, ``bm25_plus`` and ``hybrid_plus``
+    fill B tokens from their ranked lists, and ``layered`` loads B tokens in all (its short-term
+    window first, then long-term memories: its load step's ``token_limit``); ``oracle`` shows
+    the evidence turns whatever their length (a ceiling, not a competitor).
+    ``full_context_tokens`` and ``layered_tokens`` are then not read. Without it the two set
+    those strategies' limits and the retrievers keep their own (2,048 tokens)."""
+    if context_tokens is not None:
+        if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) or context_tokens < 1:
+            raise MemlabError(f"study_configs: context_tokens must be an int >= 1 or None, got {context_tokens!r}")
+        b = context_tokens
+        return {"oracle": {}, "full_context": {"token_limit": b}, "bm25": {"token_limit": b},
+                "bm25_plus": {"token_limit": b}, "hybrid_plus": {"embedders": [embedder], "token_limit": b},
+                "layered": {"embedder": embedder, "load_step__token_limit": b}}
+    return {"oracle": {}, "full_context": {"token_limit": full_context_tokens}, "bm25": {}, "bm25_plus": {},
             "hybrid_plus": {"embedders": [embedder]},
             "layered": {"embedder": embedder, "load_step__token_limit": layered_tokens}}
 

@@ -28,8 +28,8 @@ _EXPORTS: dict[str, str] = {
     "plot_metric_vs_param": "plots", "plot_pareto": "plots", "plot_by_category": "plots",
     "plot_metric_at_k": "plots", "pareto_front": "plots",
     "save_results": "results", "load_results": "results", "run_provenance": "provenance",
-    "inspect_probes": "inspect", "ProbeTable": "inspect", "miss_reasons": "inspect",
-    "miss_counts": "inspect", "miss_crosstab": "inspect", "question_type": "inspect",
+    "inspect_probes": "probe_table", "ProbeTable": "probe_table", "miss_reasons": "diagnosis",
+    "miss_counts": "diagnosis", "miss_crosstab": "diagnosis", "question_type": "question_form",
 }
 
 __all__ = sorted(_EXPORTS) + ["compare", "replay", "sweep"]

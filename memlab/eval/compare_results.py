@@ -176,9 +176,10 @@ def run_compare(paths: Sequence[str], metric: str, a: str | None = None, b: str 
 def shown_probes(df: pd.DataFrame, a: str, b: str, metric: str, n: int,
                  dataset: str | None = None) -> tuple[dict[str, Any], str]:
     """The ``n`` probes where ``a`` beats ``b`` most on ``metric`` and the ``n`` where ``b``
-    beats ``a`` most (``memlab.eval.inspect``, hits cut as the metric cuts them), as JSON
+    beats ``a`` most (``memlab.eval.probe_table``, hits cut as the metric cuts them), as JSON
     (``{"a_better": [...], "b_better": [...]}``) and as text."""
-    from .inspect import cutoff_of, inspect_probes
+    from .diagnosis import cutoff_of
+    from .probe_table import inspect_probes
 
     k, budget = cutoff_of(metric)
     table = inspect_probes(df, dataset, a=a, b=b, show="differ", metric=metric, n=n, k=k, budget=budget)

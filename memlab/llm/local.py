@@ -14,34 +14,22 @@ a time).
   GGUF file that starts with the ``GGUF`` magic) and reaches neither the network nor the model;
   the first call assembles the model if needed and loads it (``mmap``).
 - **Chat template**: ``chat_format=None`` means the registry's format for a named model
-  (``chatml`` for the Qwen models; a plain transcript, ``"memlab-transcript"``,
-  ``render_transcript``, for the *base* Gemma 3 270M, which has no chat template and echoes the
-  prompt under Gemma's turns) and, for a GGUF given by path, llama.cpp's choice (the template
-  embedded in the GGUF). For Gemma *instruction-tuned* GGUFs pass ``chat_format="gemma"``: it
-  maps to ``"memlab-gemma"``, which folds each system message into the next user turn and writes
-  a message's ``name`` as ``"Name: "`` before its content (llama.cpp's plain ``"gemma"`` drops
-  system messages, and with them memlab's task instructions).
+  (``chatml`` for the Qwen models; a plain transcript for the *base* Gemma 3 270M) and, for a GGUF
+  given by path, llama.cpp's choice (the template embedded in the GGUF). For Gemma
+  *instruction-tuned* GGUFs pass ``chat_format="gemma"``: it maps to ``"memlab-gemma"``, which
+  keeps the system messages (``memlab.llm.chat_formats``).
 - **Deterministic**: ``temperature=0`` is greedy decoding; ``seed`` seeds the sampler otherwise.
-- **Prompt caching** (``prompt_cache="prefix"``): the KV cache of the previous call is kept, and
-  a prompt that starts with the same tokens evaluates only what follows them, so the shared head
-  of a judge prompt, or a dialogue's context under several questions, is evaluated once per run
-  instead of once per question. Reused naively (llama-cpp-python's own prefix match), a kept
-  prefix changes answers: a KV entry computed in a batch of one length differs in the last bits
-  from the same entry computed in a batch of another (measured on Qwen2.5-Coder-1.5B: logits off
-  by up to 0.46 once more than 64 tokens were reused, and 1 of 24 judge labels flipped). So the
-  prompt is evaluated in batches of ``PREFIX_CHUNK`` (64) tokens starting at multiples of 64,
-  fresh or not, and only whole batches of the previous prompt are reused (``aligned_prefix``):
-  every KV entry then comes from the same batch as in a fresh evaluation, and an answer does not
-  depend on which call came before (the tests check it; batches of 64 evaluate as fast as
-  batches of 512 on this CPU, measured). Gemma 3's sliding-window layers keep a cache of their
-  own, which this was not checked for: the default ``"auto"`` reuses the prefix unless the GGUF
-  declares a sliding window (``<arch>.attention.sliding_window``), and evaluates every prompt
-  afresh then, in one batch as before. ``kv_slot`` names the llama.cpp context a client uses: clients
-  with different slots keep different KV caches over the same weights (the CLI gives the judge
-  its own, so the answerer's calls do not evict the judge's prefix). ``prompt_cache="off"``
-  evaluates every prompt afresh. llama-cpp-python's ``LlamaRAMCache`` is not used: each state it
-  saves holds a copy of the n_batch x n_vocab logits buffer (311 MB for Qwen at n_batch 512,
-  0.25 s per save, measured), which its size limit does not count.
+- **Prompt caching** (``prompt_cache="prefix"``): the KV cache of the previous call is kept and
+  only whole, aligned batches of 64 tokens of it are reused, so an answer does not depend on
+  which call came before (``memlab.llm.kv_reuse`` says why and how). Gemma 3's sliding-window
+  layers keep a cache of their own, which this was not checked for: the default ``"auto"``
+  reuses the prefix unless the GGUF declares a sliding window (``<arch>.attention.sliding_window``),
+  and evaluates every prompt afresh then, in one batch. ``kv_slot`` names the llama.cpp context a
+  client uses: clients with different slots keep different KV caches over the same weights (the
+  CLI gives the judge its own, so the answerer's calls do not evict the judge's prefix).
+  ``prompt_cache="off"`` evaluates every prompt afresh. llama-cpp-python's ``LlamaRAMCache`` is
+  not used: each state it saves holds a copy of the n_batch x n_vocab logits buffer (311 MB for
+  Qwen at n_batch 512, 0.25 s per save, measured), which its size limit does not count.
 - **Throughput**: ``n_threads=None`` uses the CPUs that other work leaves free (``auto_threads``:
   usable CPUs minus the load average, at least 1), for the prompt and for generation
   (llama-cpp-python's own default is half the cores for generation: 5.7 against 11 tokens/s for
@@ -70,53 +58,32 @@ The cache key's model is ``model_id``: ``"<file name>:<size in bytes>:<chat form
 from __future__ import annotations
 
 import atexit
-import json
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from ..base import ConfigError, Param
+from . import grammars
 from .base import ONE_OF_PARAM, SCHEMA_PARAM, Completion, LLMError, Message
 from .cache import ResponseCache
-from .models import DEFAULT_MODEL, MODELS, MODELS_DIR_ENV, TRANSCRIPT, get_model, model_path, models_dir
+from .chat_formats import GEMMA_FORMAT, MEMLAB_FORMATS, register_chat_format
+from .kv_reuse import PREFIX_CHUNK, aligned_prefix, prefix_safe
+from .llama_host import INSTALL_HINT, auto_threads, gpu_visible
+from .models import DEFAULT_MODEL, MODELS, check_model_path, env_model, get_model, gguf_sha256, model_path
 from .retries import RetryEvent, RetryingLLM
 
-__all__ = ["LocalLLM", "models_dir", "MODELS_DIR_ENV", "DEFAULT_MODEL", "GEMMA_FORMAT", "TRANSCRIPT_FORMAT",
-           "fold_messages", "render_transcript", "register_chat_format", "schema_grammar", "word_grammar",
-           "gpu_visible"]
+__all__ = ["LocalLLM", "PROMPT_CACHE_MODES"]
 
-#: Chat formats registered with llama.cpp by this module: Gemma turns with the system messages
-#: folded in (for Gemma *instruction-tuned* models), and a plain transcript (for base models).
-GEMMA_FORMAT = "memlab-gemma"
-TRANSCRIPT_FORMAT = TRANSCRIPT
-_OURS = (GEMMA_FORMAT, TRANSCRIPT_FORMAT)
-#: Environment variable naming the model to run when neither ``model`` nor ``model_path`` is
-#: given: a registered model name or the path of a GGUF file.
-MODEL_ENV = "MEMLAB_LOCAL_MODEL"
-_GGUF_MAGIC = b"GGUF"
-_INSTALL_HINT = "pip install 'memlab[local]' (scripts/setup.sh installs it)"
 #: ``prompt_cache`` values: keep the KV of the previous call and reuse its common prefix, or not;
 #: ``auto``: reuse it unless the model has sliding-window attention layers (``prefix_safe``).
 PROMPT_CACHE_MODES = ("auto", "prefix", "off")
-#: With the prefix reused, prompts are evaluated in batches of this many tokens starting at
-#: multiples of it, and only whole batches are reused (``aligned_prefix``): see the module docstring.
-PREFIX_CHUNK = 64
-_FORMAT_LOCK = threading.Lock()
 #: Loaded models shared by every client of one load configuration (clones, strategies and the
 #: answerer of one run): (llama_cpp.Llama, the lock that serialises its calls, load seconds).
 _LOADED: dict[tuple[Any, ...], tuple[Any, threading.Lock, float]] = {}
 _LOADED_LOCK = threading.Lock()
-#: Grammars built from JSON schemas, by the schema's canonical JSON (a grammar is its text only:
-#: llama.cpp builds a fresh sampler from it for every call, so one object serves every call).
-_GRAMMARS: dict[str, Any] = {}
-_GRAMMARS_LOCK = threading.Lock()
-_MAX_GRAMMARS = 256
 #: ``auto_threads()`` as first read in this process (``LocalLLM.resolved_threads``).
 _AUTO_THREADS: int | None = None
-#: sha256 of GGUF files given by path, by (resolved path, size, mtime).
-_SHA256S: dict[tuple[str, int, int], str] = {}
 
 
 def _close_all() -> None:
@@ -133,156 +100,6 @@ def _close_all() -> None:
 atexit.register(_close_all)
 
 
-def bundled_model_path(folder: str | os.PathLike[str] | None = None) -> Path:
-    """The default model's GGUF (``DEFAULT_MODEL``), assembled from its parts on first use."""
-    return model_path(DEFAULT_MODEL, folder)
-
-
-def gpu_visible() -> bool:
-    """True when this llama-cpp-python build can offload layers and a GPU is there to take them.
-
-    A CPU build says False whatever the machine has; a GPU build is believed (Metal always has
-    its GPU) unless ``CUDA_VISIBLE_DEVICES`` hides every device (set to "" or "-1") or a CUDA
-    build finds no /dev/nvidia* device. Never raises: a failed check means no GPU."""
-    try:
-        from llama_cpp import llama_supports_gpu_offload
-
-        if not llama_supports_gpu_offload():
-            return False
-    except Exception:  # no llama_cpp, or an old build without the function
-        return False
-    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if hidden is not None and hidden.strip() in ("", "-1"):
-        return False
-    if os.name == "posix" and os.path.isdir("/dev") and not os.uname().sysname == "Darwin":
-        try:
-            return any(name.startswith(("nvidia", "kfd", "dri")) for name in os.listdir("/dev"))
-        except OSError:
-            return False
-    return True
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def auto_threads() -> int:
-    """Threads for llama.cpp when ``n_threads`` is None: the usable CPUs that other work leaves
-    free (usable CPUs minus the 1-minute load average, rounded), at least 1.
-
-    Why not every CPU: llama.cpp's threads wait for each other at every operation, spinning, so a
-    thread that the OS has put aside stalls the others. Measured with the 1.5B model on 2 cores:
-    idle, 2 threads ran 11 generated / 65 prompt tokens/s against 5.7 / 33 for 1; with two other
-    processes busy, 2 threads took 14 s per judge call and 1 thread 1.9 s."""
-    cpus = usable_cpus()
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return cpus
-    return max(1, min(cpus, round(cpus - busy)))
-
-
-def fold_messages(messages: list[Message]) -> list[dict[str, str]]:
-    """Messages for a template with only user and model turns (Gemma).
-
-    Each system (or developer) message is put before the next user message's content,
-    separated by a blank line (a user message of its own when an assistant message or the
-    end comes first); a message's ``name`` is written as ``"name: "`` before its content;
-    any other role (tool, function) becomes a user message."""
-    out: list[dict[str, str]] = []
-    pending: list[str] = []
-    for m in messages:
-        role = str(m.get("role") or "user")
-        content = str(m.get("content") or "")
-        if m.get("name"):
-            content = f"{m['name']}: {content}"
-        if role in ("system", "developer"):
-            pending.append(content)
-            continue
-        if role != "assistant":
-            role = "user"
-        if pending:
-            if role == "user":
-                content = "\n\n".join([*pending, content])
-            else:
-                out.append({"role": "user", "content": "\n\n".join(pending)})
-            pending = []
-        out.append({"role": role, "content": content})
-    if pending:
-        out.append({"role": "user", "content": "\n\n".join(pending)})
-    return out
-
-
-#: Where a transcript answer stops: a blank line, or the model starting the next turn.
-TRANSCRIPT_STOP = ["\n\n", "\nUser:", "\nQuestion:", "\nAnswer:", "<end_of_turn>"]
-
-
-def render_transcript(messages: list[Message]) -> str:
-    """A plain-text prompt for a base (not instruction-tuned) model with no chat template.
-
-    System messages become paragraphs; every other message a line ``"Speaker: content"``
-    (its ``name``, else its role capitalised: ``User``, ``Assistant``); the prompt ends with
-    ``"Answer:"`` for the model to complete. Generation stops at ``TRANSCRIPT_STOP``."""
-    lines: list[str] = []
-    for m in messages:
-        role = str(m.get("role") or "user")
-        content = " ".join(str(m.get("content") or "").strip().split("\n\n"))
-        if role in ("system", "developer"):
-            lines.append(content + "\n")
-        else:
-            lines.append(f"{m.get('name') or role.capitalize()}: {content}")
-    return "\n".join(lines) + "\nAnswer:"
-
-
-def register_chat_format() -> None:
-    """Register ``GEMMA_FORMAT`` and ``TRANSCRIPT_FORMAT`` with llama.cpp (idempotent; ``serve-llm``
-    uses them too)."""
-    from llama_cpp import llama_chat_format as formats
-
-    with _FORMAT_LOCK:
-        registry = formats.LlamaChatCompletionHandlerRegistry()
-        if TRANSCRIPT_FORMAT in getattr(registry, "_chat_handlers", {}):
-            return
-
-        def format_memlab_gemma(messages: list[Any], **kwargs: Any) -> Any:
-            return formats.format_gemma(fold_messages(messages), **kwargs)
-
-        def format_memlab_transcript(messages: list[Any], **kwargs: Any) -> Any:
-            return formats.ChatFormatterResponse(prompt=render_transcript(messages), stop=list(TRANSCRIPT_STOP))
-
-        formats.register_chat_format(GEMMA_FORMAT)(format_memlab_gemma)
-        formats.register_chat_format(TRANSCRIPT_FORMAT)(format_memlab_transcript)
-
-
-def _is_gguf(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == _GGUF_MAGIC
-    except OSError:
-        return False
-
-
-def _check_model_path(path: Any) -> bool:
-    return isinstance(path, str) and os.path.isfile(path) and _is_gguf(path)
-
-
-def _env_model() -> tuple[str | None, str | None]:
-    """``$MEMLAB_LOCAL_MODEL`` as (model name, GGUF path): one of them, or neither when unset."""
-    env = os.environ.get(MODEL_ENV)
-    if not env:
-        return None, None
-    if env in MODELS:
-        return env, None
-    if _check_model_path(env):
-        return None, env
-    raise ConfigError(f"LocalLLM: ${MODEL_ENV} must name a model among {', '.join(MODELS)} or an existing GGUF "
-                      f"file, got {env!r}")
-
-
 class LocalLLM(RetryingLLM):
     """A GGUF chat model in this process through llama.cpp (see the module docstring).
 
@@ -295,7 +112,7 @@ class LocalLLM(RetryingLLM):
     """
 
     constraints = {
-        "model_path": Param(str, none=True, test=_check_model_path,
+        "model_path": Param(str, none=True, test=check_model_path,
                             expected="the path of an existing GGUF file (starting with b'GGUF') or None"),
         "model": Param(str, none=True, test=lambda name: name in MODELS,  # read at each check: tests may register more
                        expected=f"a model name among {', '.join(MODELS)} or None"),
@@ -341,7 +158,7 @@ class LocalLLM(RetryingLLM):
             raise ConfigError(f"LocalLLM: give model (a registered name) or model_path (a GGUF file), not both; "
                               f"got model={self.model!r} and model_path={self.model_path!r}")
         if self.model is None and self.model_path is None:
-            _env_model()  # a bad $MEMLAB_LOCAL_MODEL is a configuration error now, not at the first call
+            env_model()  # a bad $MEMLAB_LOCAL_MODEL is a configuration error now, not at the first call
         self._retries: list[RetryEvent] = []
         self._load_seconds: float | None = None
 
@@ -358,7 +175,7 @@ class LocalLLM(RetryingLLM):
             return None
         if self.model is not None:
             return self.model
-        name, path = _env_model()
+        name, path = env_model()
         return name if name is not None else (None if path is not None else DEFAULT_MODEL)
 
     @property
@@ -372,7 +189,7 @@ class LocalLLM(RetryingLLM):
             return Path(self.model_path)
         name = self.resolved_model()
         if name is None:
-            return Path(_env_model()[1])  # type: ignore[arg-type]
+            return Path(env_model()[1])  # type: ignore[arg-type]
         return model_path(name)
 
     def resolved_chat_format(self) -> str | None:
@@ -412,14 +229,7 @@ class LocalLLM(RetryingLLM):
         name = self.resolved_model()
         if name is not None:
             return get_model(name).sha256
-        from .models import file_sha256
-
-        path = self.resolved_path()
-        info = path.stat()
-        key = (str(path.resolve()), info.st_size, info.st_mtime_ns)
-        if key not in _SHA256S:
-            _SHA256S[key] = file_sha256(path)
-        return _SHA256S[key]
+        return gguf_sha256(self.resolved_path())
 
     @property
     def load_seconds(self) -> float | None:
@@ -471,9 +281,9 @@ class LocalLLM(RetryingLLM):
         try:
             from llama_cpp import Llama
         except ImportError:
-            raise ConfigError(f"LocalLLM needs llama-cpp-python: {_INSTALL_HINT}") from None
+            raise ConfigError(f"LocalLLM needs llama-cpp-python: {INSTALL_HINT}") from None
         chat_format = self.resolved_chat_format()
-        if chat_format in _OURS:
+        if chat_format in MEMLAB_FORMATS:
             register_chat_format()
         path = self.resolved_path()
         start = time.perf_counter()
@@ -530,13 +340,13 @@ class LocalLLM(RetryingLLM):
         become a grammar of those words."""
         if ONE_OF_PARAM in request:
             out = {k: v for k, v in request.items() if k != ONE_OF_PARAM}
-            out["grammar"] = word_grammar(request[ONE_OF_PARAM])
+            out["grammar"] = grammars.word_grammar(request[ONE_OF_PARAM])
             return out
         fmt = request.get("response_format")
         if not (isinstance(fmt, dict) and fmt.get("type") == "json_object" and "schema" in fmt):
             return request
         out = {k: v for k, v in request.items() if k != "response_format"}
-        out["grammar"] = schema_grammar(fmt["schema"])
+        out["grammar"] = grammars.schema_grammar(fmt["schema"])
         return out
 
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
@@ -545,7 +355,7 @@ class LocalLLM(RetryingLLM):
         # a constrained answer depends on the grammar memlab builds, not on the schema alone: its
         # cache key names the grammar rules, so answers cached under older rules are not served again
         constrained = "response_format" in request or ONE_OF_PARAM in request
-        keyed = {**request, "grammar_rules": GRAMMAR_RULES} if constrained else request
+        keyed = {**request, "grammar_rules": grammars.GRAMMAR_RULES} if constrained else request
         if self._chunked():  # batches of 64 decide the last bits of the logits: not the same answers as "whole"
             keyed = {**keyed, "eval": self.eval_scheme()}
         if self.cache is not None:
@@ -587,72 +397,6 @@ class LocalLLM(RetryingLLM):
                 entry[0].close()
 
 
-#: llama-cpp-python's converter lets a JSON string hold any character but '"' and '\\', so a
-#: model could write a raw newline inside one (measured: the bundled model did, in extraction
-#: answers), which no JSON parser reads. JSON strings exclude U+0000-U+001F (RFC 8259) and
-#: llama.cpp's own converter also U+007F: the same rule here.
-#: Named in the cache key of every constrained request (``LocalLLM._complete``); change it when
-#: the grammar built from a schema changes.
-GRAMMAR_RULES = "llama-cpp-python converter, property order kept, strict JSON strings"
-_LOOSE_CHAR = 'char ::= [^"\\\\] |'
-_STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
-
-
-def strict_json_strings(gbnf: str) -> str:
-    """``gbnf`` (from llama-cpp-python's ``json_schema_to_gbnf``) with its string characters
-    limited to those a JSON string may hold unescaped (ConfigError if its rule is not found)."""
-    if _STRICT_CHAR in gbnf:
-        return gbnf
-    if _LOOSE_CHAR not in gbnf:
-        if "char ::=" not in gbnf:
-            return gbnf  # no string in the schema: nothing to tighten
-        raise ConfigError("LocalLLM: llama-cpp-python's JSON grammar has an unknown string rule; "
-                          "expected " + repr(_LOOSE_CHAR))
-    return gbnf.replace(_LOOSE_CHAR, _STRICT_CHAR)
-
-
-def schema_grammar(schema: dict[str, Any]) -> Any:
-    """The ``llama_cpp.LlamaGrammar`` that lets a model write only JSON matching ``schema`` (built
-    once per schema by llama-cpp-python's converter; ``ConfigError`` when it cannot convert it)."""
-    key = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    with _GRAMMARS_LOCK:
-        grammar = _GRAMMARS.get(key)
-    if grammar is not None:
-        return grammar
-    try:
-        from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
-    except ImportError:
-        raise ConfigError(f"LocalLLM needs llama-cpp-python: {_INSTALL_HINT}") from None
-    try:  # properties in the schema's own order (the converter sorts them by name otherwise)
-        gbnf = strict_json_strings(json_schema_to_gbnf(key, prop_order=_property_order(schema)))
-        grammar = LlamaGrammar.from_string(gbnf, verbose=False)
-    except Exception as exc:  # the converter raises assertions, KeyErrors, ValueErrors...
-        name = schema.get("title") or "(untitled)"
-        raise ConfigError(f"LocalLLM parameter 'schema': llama.cpp cannot turn the JSON schema {name!r} into a "
-                          f"grammar ({type(exc).__name__}: {exc}); expected a schema within its converter's "
-                          f"subset (pass structured_output=False to send no schema)") from None
-    with _GRAMMARS_LOCK:
-        if len(_GRAMMARS) >= _MAX_GRAMMARS:
-            _GRAMMARS.clear()
-        _GRAMMARS[key] = grammar
-    return grammar
-
-
-def _property_order(schema: Any) -> list[str]:
-    """Every property name of ``schema``, in the order written (depth first)."""
-    out: list[str] = []
-    if isinstance(schema, dict):
-        for name, sub in (schema.get("properties") or {}).items():
-            out.append(name)
-            out += _property_order(sub)
-        for key in ("items", "additionalProperties"):
-            out += _property_order(schema.get(key))
-        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-            for sub in schema.get(key) or []:
-                out += _property_order(sub)
-    return list(dict.fromkeys(out))
-
-
 def _completion(out: dict[str, Any], model: str) -> Completion:
     choice = (out.get("choices") or [{}])[0]
     text = ((choice.get("message") or {}).get("content")) or ""
@@ -660,72 +404,3 @@ def _completion(out: dict[str, Any], model: str) -> Completion:
     return Completion(text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens") or 0),
                       completion_tokens=int(usage.get("completion_tokens") or 0), model=model, cached=False)
 
-
-def aligned_prefix(llama: Any, chunk: int) -> None:
-    """Make ``llama`` reuse only whole, aligned batches of the previous prompt's KV cache.
-
-    Wraps the instance's ``generate`` (which ``create_chat_completion`` calls with the prompt's
-    tokens): before llama-cpp-python's own prefix match runs, the kept state is cut to the
-    longest common prefix rounded down to a multiple of ``chunk``, and never beyond the whole
-    batches of the previous prompt (a last, partial batch, or generated tokens, were computed in
-    batches of other lengths). With ``n_batch == chunk`` the rest is then evaluated in batches
-    starting at multiples of ``chunk``, as a fresh evaluation does."""
-    original = llama.generate
-    state = {"clean": 0}
-
-    def generate(tokens: Any, *args: Any, **kwargs: Any) -> Any:
-        tokens = list(tokens)
-        if kwargs.get("reset", True) and llama.n_tokens > 0:
-            kept = list(llama._input_ids[: min(llama.n_tokens, state["clean"])])
-            common = 0
-            for a, b in zip(kept, tokens):
-                if a != b:
-                    break
-                common += 1
-            reuse = min(common, len(tokens) - 1) // chunk * chunk  # at least one token left to evaluate
-            if reuse <= 0:
-                llama.reset()
-            else:
-                llama.n_tokens = reuse
-                llama._ctx.kv_cache_seq_rm(-1, reuse, -1)
-        state["clean"] = len(tokens) // chunk * chunk  # the whole batches this prompt leaves
-        return (yield from original(tokens, *args, **kwargs))
-
-    llama.generate = generate
-
-
-def prefix_safe(llama: Any) -> bool:
-    """Whether reusing a kept prefix is known to change no answer of this loaded model: False when
-    its GGUF declares a sliding window (Gemma 3: measured to answer differently), else True."""
-    metadata = getattr(llama, "metadata", None) or {}
-    return not any(key.endswith(".attention.sliding_window") for key in metadata)
-
-
-def word_grammar(words: Any) -> Any:
-    """The ``llama_cpp.LlamaGrammar`` that lets a model write exactly one of ``words`` and
-    nothing else (``root ::= "CORRECT" | "WRONG" | ...``): a judge's label in one or two tokens,
-    where the JSON form costs seven or so. Each word may come as given, lower-case, capitalised
-    or upper-case (both judge parsers ignore case): a model whose next token would be "Yes" is
-    otherwise pushed to its second choice (measured: Qwen2.5-Coder-0.5B answered "no" to a right
-    answer under ``"yes" | "no"``). Built once per word list."""
-    given = [str(w) for w in (words or [])] if isinstance(words, (list, tuple)) else []
-    if not given or any(not w for w in given):
-        raise ConfigError(f"LocalLLM parameter 'one_of': expected a non-empty list of non-empty words, got {words!r}")
-    items = list(dict.fromkeys(v for w in given for v in (w, w.lower(), w.capitalize(), w.upper())))
-    key = "one_of:" + json.dumps(given, ensure_ascii=False)
-    with _GRAMMARS_LOCK:
-        grammar = _GRAMMARS.get(key)
-    if grammar is not None:
-        return grammar
-    try:
-        from llama_cpp.llama_grammar import LlamaGrammar
-    except ImportError:
-        raise ConfigError(f"LocalLLM needs llama-cpp-python: {_INSTALL_HINT}") from None
-    # json.dumps writes each word as a GBNF string literal (same escapes: quotes, backslashes)
-    grammar = LlamaGrammar.from_string("root ::= " + " | ".join(json.dumps(w, ensure_ascii=False) for w in items),
-                                       verbose=False)
-    with _GRAMMARS_LOCK:
-        if len(_GRAMMARS) >= _MAX_GRAMMARS:
-            _GRAMMARS.clear()
-        _GRAMMARS[key] = grammar
-    return grammar

@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import ConfigError
-from .local import _OURS, LocalLLM, register_chat_format
+from .chat_formats import MEMLAB_FORMATS, register_chat_format
+from .local import LocalLLM
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8077
@@ -41,7 +42,7 @@ def build_app(llm: LocalLLM, api_key: str | None = None, model_alias: str = DEFA
         raise ConfigError(f"memlab serve-llm needs llama-cpp-python with its server extras "
                           f"(pip install 'memlab[local]'): {exc}") from None
     chat_format = llm.resolved_chat_format()
-    if chat_format in _OURS:
+    if chat_format in MEMLAB_FORMATS:
         register_chat_format()
     threads = llm.resolved_threads()
     model: dict[str, Any] = {"model": str(llm.resolved_path()), "model_alias": model_alias, "n_ctx": llm.n_ctx,

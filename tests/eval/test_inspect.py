@@ -1,4 +1,4 @@
-"""Error analysis (memlab.eval.inspect) and ``memlab compare --show``, on the shipped dialogues."""
+"""Error analysis (memlab.eval.diagnosis, memlab.eval.probe_table) and ``memlab compare --show``, on the shipped dialogues."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from memlab.eval import (
     question_type,
     replay,
 )
-from memlab.eval.inspect import REASONS, cutoff_of
+from memlab.eval.diagnosis import REASONS, cutoff_of
 from memlab.eval.results import save_results
 from memlab.strategies import get
 

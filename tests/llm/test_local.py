@@ -14,8 +14,9 @@ import pytest
 
 from memlab.base import ConfigError
 from memlab.llm import LLMError, ResponseCache
-from memlab.llm.local import GEMMA_FORMAT, TRANSCRIPT_FORMAT, LocalLLM, fold_messages, models_dir, render_transcript
-from memlab.llm.models import model_path
+from memlab.llm.chat_formats import GEMMA_FORMAT, TRANSCRIPT_FORMAT, fold_messages, render_transcript
+from memlab.llm.local import LocalLLM
+from memlab.llm.models import model_path, models_dir
 from memlab.strategies.builtins import make_llm
 
 GEMMA = "gemma-3-270m"
@@ -108,7 +109,7 @@ def test_answers_from_context_without_template_tokens(llm):
 def test_a_sliding_window_model_evaluates_every_prompt_afresh(llm):
     # Gemma 3's sliding-window layers answered differently with a kept prefix (measured), so the
     # default prompt_cache="auto" does not reuse it there: the answers equal a fresh evaluation's
-    from memlab.llm.local import prefix_safe
+    from memlab.llm.kv_reuse import prefix_safe
 
     assert llm.prompt_cache == "auto" and not prefix_safe(llm.load())
     fresh = LocalLLM(model=GEMMA, n_ctx=1024, max_tokens=12, prompt_cache="off", kv_slot="fresh")
@@ -191,14 +192,14 @@ def test_a_constrained_extraction_answer_is_json_the_step_reads():
 
 
 def test_constrained_answers_are_cached_under_the_grammar_rules(monkeypatch):
-    import memlab.llm.local as local
+    import memlab.llm.grammars as grammars
     from memlab.llm.prompts import JUDGE_SCHEMA
 
     cache = ResponseCache()
     model = LocalLLM(model=GEMMA, n_ctx=1024, max_tokens=8, cache=cache)
     first = model.complete(ASK, schema=JUDGE_SCHEMA)
     assert model.complete(ASK, schema=JUDGE_SCHEMA).cached
-    monkeypatch.setattr(local, "GRAMMAR_RULES", "other rules")   # answers made under older rules are not served
+    monkeypatch.setattr(grammars, "GRAMMAR_RULES", "other rules")   # answers made under older rules are not served
     third = model.complete(ASK, schema=JUDGE_SCHEMA)
     model.close()
     assert not third.cached and third.text == first.text and len(cache) == 2

@@ -70,7 +70,7 @@ def test_the_longmemeval_set_gets_one_word_yes_or_no(small):
 
 
 def test_the_shared_prefix_is_evaluated_once_and_no_answer_changes(small):
-    from memlab.llm.local import prefix_safe
+    from memlab.llm.kv_reuse import prefix_safe
 
     assert small.prompt_cache == "auto" and prefix_safe(small.load())   # no sliding window: reused
     fresh = LocalLLM(model=TEST_MODEL, n_ctx=2048, kv_slot="test-fresh")

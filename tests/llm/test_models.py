@@ -13,7 +13,9 @@ import pytest
 from memlab.base import ConfigError
 from memlab.llm import models
 from memlab.llm.base import ONE_OF_PARAM, for_client
-from memlab.llm.local import LocalLLM, auto_threads, gpu_visible, word_grammar
+from memlab.llm.grammars import word_grammar
+from memlab.llm.llama_host import auto_threads, gpu_visible
+from memlab.llm.local import LocalLLM
 from memlab.llm.models import MODELS, ModelAssemblyError, ModelSpec, Part, assemble, get_model, model_path
 from memlab.offline.llm import OfflineLLM
 

@@ -1,54 +1,19 @@
-"""Error analysis: the probes behind a mean, with their text, and why each one missed.
+"""The probe table: one or two runs' probes joined with the dataset's text (``inspect_probes``),
+readable as plain text and as HTML in Jupyter (``ProbeTable``).
 
-Reads replay rows (one per probe; see ``memlab.eval.replay``): ``gold``, ``retrieved_ids``,
-``retrieved_source_ids``, ``retrieved_scores``, ``retrieved_tokens`` and ``context_ids``.
-
-Ranked items, gold and the cut
-------------------------------
-As in ``memlab.eval.metrics``: item i of the ranked list stands for the turns
-``retrieved_source_ids[i]`` (``[retrieved_ids[i]]`` when the row has no source ids) and is
-**gold** when one of them is a gold turn. The list is as deep as the replay asked for
-(``k_max``, deeper with token budgets): its **depth** is its length. With a cut-off ``k``
-and a token budget ``B`` (each may be None: no limit) the items **kept** are the first
-``min(k, m_B)``, where ``m_B = budget_prefix(retrieved_tokens, B)`` is the longest prefix
-whose tokens sum to at most B. ``first_gold_rank`` r is the 1-based rank of the first gold
-item in the whole list (None when none is).
-
-Why it missed
--------------
-Every scored probe (gold given, no ``error``) gets one ``reason``, checked in this order:
-
-- ``not_retrieved``: no gold item in the ranked list (r is None), within the depth replayed;
-- ``below_k``: r > k;
-- ``cut_by_budget``: r <= k (or k is None) but r > m_B: retrieved, then cut by the budget;
-- ``found``: r <= min(k, m_B).
-
-So the share of ``found`` is ``hit_rate@k`` (no budget) or ``hit_rate@Btok`` (k None),
-over the same probes. ``miss_counts`` counts the reasons by category or question type;
-``miss_crosstab`` crosses the reasons of two runs probe by probe.
-
-``question_type(query)`` is the question's form: the first of its words that is one of
-what / when / where / who / which / why / how (``whom`` and ``whose`` count as who), else
-``yes/no`` when it opens with an auxiliary verb (is, did, would, ...), else ``other``.
-A question with Chinese characters is read by the first of these markers it contains:
-为什么 why; 什么时候, 何时, 哪年, 哪天 when; 哪里, 哪儿 where; 谁 who; 哪 which;
-怎么, 如何, 多少, 几 how; 什么 what; 吗 yes/no; else ``other``.
-
-The inspector
--------------
 ``inspect_probes(results, dataset, other)`` joins one or two runs with the dataset: a
 ``ProbeTable`` whose ``frame`` has one row per probe and run, with the question, its
 category, the gold turns' text, the run's top hits (text, score, tokens, gold or not,
 kept or cut), the first gold rank, the reason and, with a ``metric``, the run's value and
 the difference A - B. It prints as plain text (``str`` / ``to_text``) and renders in
 Jupyter as HTML (gold highlighted, long texts folded, one probe per block).
+
+The cut, the reasons and the first gold rank are ``memlab.eval.diagnosis``'s.
 """
 
 from __future__ import annotations
 
 import html
-import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,197 +23,15 @@ import pandas as pd
 from ..base import MemlabError
 from .compare import KEYS
 from .dataset import Dataset
-from .metrics import budget_prefix
+from .diagnosis import as_list, check_cut, diagnose, is_missing, ranked_items, replay_rows
+from .question_form import question_type
 
-#: The reasons, from the worst to found (the order of ``miss_counts`` columns).
-REASONS = ("not_retrieved", "below_k", "cut_by_budget", "found")
+__all__ = ["SHOW", "ProbeTable", "inspect_probes"]
+
+#: What ``inspect_probes`` lists: every probe, the missed ones, or those two runs score differently.
 SHOW = ("all", "misses", "differ")
-_WH = {"what": "what", "when": "when", "where": "where", "who": "who", "whom": "who", "whose": "who",
-       "which": "which", "why": "why", "how": "how"}
-_AUX = {"is", "are", "was", "were", "do", "does", "did", "can", "could", "would", "will", "has", "have",
-        "had", "should", "shall", "may", "might", "am"}
-_WORD = re.compile(r"[A-Za-z]+")
-_ROW_COLUMNS = ("gold", "retrieved_ids")
 _CARRIED = ("retrieved_ids", "retrieved_source_ids", "retrieved_scores", "retrieved_tokens", "context_ids")
 
-
-_CHINESE = (("为什么", "why"), ("什么时候", "when"), ("何时", "when"), ("哪年", "when"), ("哪天", "when"),
-            ("哪里", "where"), ("哪儿", "where"), ("谁", "who"), ("哪", "which"), ("怎么", "how"), ("如何", "how"),
-            ("多少", "how"), ("几", "how"), ("什么", "what"), ("吗", "yes/no"))
-_HAN = re.compile(r"[\u4e00-\u9fff]")
-
-
-def question_type(query: Any) -> str:
-    """The question's form (module docstring): a wh-word, ``yes/no`` or ``other``."""
-    text = str(query or "")
-    if _HAN.search(text):
-        return next((kind for marker, kind in _CHINESE if marker in text), "other")
-    words = [w.lower() for w in _WORD.findall(text)]
-    for w in words:
-        if w in _WH:
-            return _WH[w]
-    return "yes/no" if words and words[0] in _AUX else "other"
-
-
-def _check_cut(k: int | None, budget: int | None) -> None:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise MemlabError(f"k must be a positive int or None, got {k!r}")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise MemlabError(f"budget must be a positive number of tokens or None, got {budget!r}")
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _list(v: Any) -> list[Any]:
-    return [] if _missing(v) else list(v)
-
-
-def _items(row: dict[str, Any]) -> list[list[str]]:
-    """The ranked items' turn ids: source ids when the row has them, else the retrieved ids."""
-    ids = _list(row.get("retrieved_ids"))
-    sources = row.get("retrieved_source_ids")
-    if not _missing(sources):
-        return [[str(i) for i in s] if not isinstance(s, str) else [s] for s in sources]
-    return [[str(i)] for i in ids]
-
-
-def _cut(row: dict[str, Any], n_items: int, k: int | None, budget: int | None) -> int:
-    kept = n_items if k is None else min(k, n_items)
-    if budget is not None:
-        tokens = _list(row.get("retrieved_tokens"))
-        if len(tokens) != n_items:
-            raise MemlabError(f"dialogue {row.get('dialogue_id')!r}, probe {row.get('probe_id')!r}: a budget "
-                              f"needs retrieved_tokens for every item ({len(tokens)} for {n_items})")
-        kept = min(kept, budget_prefix(tokens, budget))
-    return kept
-
-
-def _diagnose(row: dict[str, Any], k: int | None, budget: int | None) -> dict[str, Any]:
-    """depth, first_gold_rank, kept, reason (None when unscored or failed) of one row."""
-    gold = {str(g) for g in _list(row.get("gold"))}
-    items = _items(row)
-    rank = next((i for i, ids in enumerate(items, start=1) if gold & set(ids)), None) if gold else None
-    kept = _cut(row, len(items), k, budget)
-    failed = not _missing(row.get("error")) if "error" in row else False
-    if not gold or failed:
-        reason = None
-    elif rank is None:
-        reason = "not_retrieved"
-    elif k is not None and rank > k:
-        reason = "below_k"
-    elif rank > kept:
-        reason = "cut_by_budget"
-    else:
-        reason = "found"
-    return {"depth": len(items), "first_gold_rank": rank, "kept": kept, "reason": reason}
-
-
-def _frame(results: Any, what: str = "results") -> pd.DataFrame:
-    if isinstance(results, pd.DataFrame):
-        df = results
-    elif isinstance(results, (str, Path)):
-        from .results import load_results
-
-        df = load_results(str(results))
-    else:
-        raise MemlabError(f"{what} must be a DataFrame or a results file path, got {type(results).__name__}")
-    missing = [c for c in (*KEYS, *_ROW_COLUMNS) if c not in df.columns]
-    if missing:
-        raise MemlabError(f"{what}: not replay rows (no column(s) {missing}); pass the per-probe table of "
-                          f"replay / memlab eval --output / a sweep's results.parquet")
-    return df
-
-
-def miss_reasons(results: Any, k: int | None = 5, budget: int | None = None) -> pd.DataFrame:
-    """Why each scored probe missed (module docstring): one row per scored probe (and run).
-
-    ``results``: replay rows (a DataFrame or a results file), one or several strategies.
-    Columns: [strategy], dialogue_id, probe_id, category, question_type, n_gold, depth,
-    first_gold_rank (nullable int), kept, reason (ordered categorical of ``REASONS``).
-    Unscored probes (no gold) and failed ones (``error`` set) are left out.
-    """
-    _check_cut(k, budget)
-    df = _frame(results)
-    out = []
-    for row in df.to_dict("records"):
-        d = _diagnose(row, k, budget)
-        if d["reason"] is None:
-            continue
-        out.append({**({"strategy": row["strategy"]} if "strategy" in row else {}),
-                    "dialogue_id": row["dialogue_id"], "probe_id": row["probe_id"],
-                    "category": row.get("category"), "question_type": question_type(row.get("query")),
-                    "n_gold": len({str(g) for g in _list(row["gold"])}), **d})
-    columns = (["strategy"] if "strategy" in df.columns else []) + [
-        "dialogue_id", "probe_id", "category", "question_type", "n_gold", "depth", "first_gold_rank", "kept",
-        "reason"]
-    frame = pd.DataFrame(out, columns=columns)
-    frame["first_gold_rank"] = frame["first_gold_rank"].astype("Int64")
-    frame["reason"] = pd.Categorical(frame["reason"], categories=list(REASONS), ordered=True)
-    return frame
-
-
-def miss_counts(reasons: pd.DataFrame, by: str | Sequence[str] = "category", share: bool = False) -> pd.DataFrame:
-    """Probes per reason (columns ``REASONS``) for each group of ``by`` (and strategy), plus ``n``.
-
-    ``reasons`` is a ``miss_reasons`` table. Rows: one per strategy and group, then one
-    with the group "all". With ``share`` the counts are divided by ``n`` (rows sum to 1).
-    """
-    by = [by] if isinstance(by, str) else list(by)
-    keys = (["strategy"] if "strategy" in reasons.columns else []) + by
-    missing = [c for c in keys + ["reason"] if c not in reasons.columns]
-    if missing:
-        raise MemlabError(f"miss_counts: no column(s) {missing} (pass a miss_reasons table); "
-                          f"columns: {', '.join(map(str, reasons.columns))}")
-    frame = reasons.copy()
-    for col in by:
-        frame[col] = frame[col].astype(object).where(frame[col].notna(), "(none)").astype(str)
-    reason = pd.Categorical(frame["reason"], categories=list(REASONS), ordered=True)
-    parts = [pd.crosstab([frame[c] for c in keys], reason, dropna=False)]
-    total = frame.assign(**{c: "all" for c in by})
-    parts.insert(0, pd.crosstab([total[c] for c in keys], reason, dropna=False))
-    table = pd.concat(parts).reindex(columns=list(REASONS), fill_value=0)
-    table = table[table.sum(axis=1) > 0]
-    table.columns = list(REASONS)
-    table.columns.name = None
-    table["n"] = table[list(REASONS)].sum(axis=1)
-    if share:
-        table[list(REASONS)] = table[list(REASONS)].div(table["n"], axis=0)
-    table = table.reset_index()
-    if "strategy" in keys:  # each strategy's rows together, its "all" row first
-        order = list(dict.fromkeys(frame["strategy"]))
-        table = table.assign(_s=table["strategy"].map(order.index)).sort_values("_s", kind="stable")
-        table = table.drop(columns="_s").reset_index(drop=True)
-    return table
-
-
-def miss_crosstab(reasons: pd.DataFrame, a: str | None = None, b: str | None = None) -> pd.DataFrame:
-    """Probes by the reason of run ``a`` (rows) and of run ``b`` (columns), paired by probe.
-
-    ``reasons``: a ``miss_reasons`` table of two strategies (``a``/``b`` name them; default:
-    the two strategies, in order of appearance). Only probes both runs scored count.
-    """
-    if "strategy" not in reasons.columns:
-        raise MemlabError("miss_crosstab: the reasons need a 'strategy' column (two runs)")
-    names = list(dict.fromkeys(reasons["strategy"].astype(str)))
-    if a is None and b is None:
-        if len(names) != 2:
-            raise MemlabError(f"miss_crosstab: the reasons hold {len(names)} strategies ({names}); name two with a=, b=")
-        a, b = names
-    for name in (a, b):
-        if name not in names:
-            raise MemlabError(f"miss_crosstab: no strategy {name!r} in the reasons; strategies: {names}")
-    side = {n: reasons[reasons["strategy"].astype(str) == n].set_index(list(KEYS))["reason"] for n in (a, b)}
-    joined = pd.concat([side[a].rename(str(a)), side[b].rename(str(b))], axis=1, join="inner")
-    table = pd.crosstab(pd.Categorical(joined[str(a)], categories=list(REASONS)),
-                        pd.Categorical(joined[str(b)], categories=list(REASONS)), dropna=False)
-    table.index = pd.Index(list(REASONS), name=str(a))
-    table.columns = pd.Index(list(REASONS), name=str(b))
-    return table
-
-
-# -- the inspector ---------------------------------------------------------------------------
 
 def _turn_texts(dataset: Dataset | None) -> dict[tuple[str, str], str]:
     if dataset is None:
@@ -286,7 +69,7 @@ def _runs(results: Any, other: Any, a: str | None, b: str | None) -> list[tuple[
                 raise MemlabError(f"{what}: no strategy {name!r}; strategies: {', '.join(names)}")
         return [(n, df[df["strategy"].astype(str) == n]) for n in wanted]
 
-    first = _frame(results)
+    first = replay_rows(results)
     if other is None:
         runs = pick(first, a, "results")
         if b is not None:
@@ -295,7 +78,7 @@ def _runs(results: Any, other: Any, a: str | None, b: str | None) -> list[tuple[
             raise MemlabError(f"results hold {len(runs)} strategies ({', '.join(n for n, _ in runs)}); "
                               f"name one or two with a=, b=")
     else:
-        runs = pick(first, a, "results")[:1] + pick(_frame(other, "other"), b, "other")[:1]
+        runs = pick(first, a, "results")[:1] + pick(replay_rows(other, "other"), b, "other")[:1]
         if runs[0][0] == runs[1][0]:
             runs = [(f"A:{runs[0][0]}", runs[0][1]), (f"B:{runs[1][0]}", runs[1][1])]
     for name, df in runs:
@@ -310,9 +93,9 @@ def _runs(results: Any, other: Any, a: str | None, b: str | None) -> list[tuple[
 def _hit(rank: int, row: dict[str, Any], items: list[list[str]], gold: set[str], kept: int,
          texts: dict[tuple[str, str], str]) -> dict[str, Any]:
     i = rank - 1
-    ids = _list(row.get("retrieved_ids"))
-    scores = _list(row.get("retrieved_scores"))
-    tokens = _list(row.get("retrieved_tokens"))
+    ids = as_list(row.get("retrieved_ids"))
+    scores = as_list(row.get("retrieved_scores"))
+    tokens = as_list(row.get("retrieved_tokens"))
     hit_id = str(ids[i]) if i < len(ids) else items[i][0]
     dialogue = str(row["dialogue_id"])
     if (dialogue, hit_id) in texts:
@@ -345,7 +128,7 @@ def inspect_probes(results: Any, dataset: Any = None, other: Any = None, *, a: s
     most n probes ("differ": n each way). ``k`` / ``budget``: the cut (module docstring).
     ``max_hits``: hits listed per run; the first gold hit is listed too when it ranks lower.
     """
-    _check_cut(k, budget)
+    check_cut(k, budget)
     if show not in SHOW:
         raise MemlabError(f"show must be one of {', '.join(SHOW)}, got {show!r}")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
@@ -376,8 +159,8 @@ def inspect_probes(results: Any, dataset: Any = None, other: Any = None, *, a: s
                 raise MemlabError(f"dataset {ds.name!r}, dialogue {key[0]!r}, probe {key[1]!r} asks "
                                   f"{probe.query!r}, the results {first.get('query')!r}: pass the dataset "
                                   f"the results were run on")
-        gold = [str(g) for g in _list(first.get("gold"))]
-        values = [float(rows[key][metric]) if metric is not None and not _missing(rows[key][metric])
+        gold = [str(g) for g in as_list(first.get("gold"))]
+        values = [float(rows[key][metric]) if metric is not None and not is_missing(rows[key][metric])
                   else float("nan") for rows in by_run]
         diff = values[0] - values[1] if len(runs) == 2 and metric is not None else float("nan")
         base = {"dialogue_id": key[0], "probe_id": key[1], "category": first.get("category"),
@@ -386,8 +169,8 @@ def inspect_probes(results: Any, dataset: Any = None, other: Any = None, *, a: s
                 "gold_text": [texts.get((key[0], g)) for g in gold] if texts else [None] * len(gold)}
         for label, rows, value in zip(labels, by_run, values):
             row = rows[key]
-            d = _diagnose(row, k, budget)
-            items = _items(row)
+            d = diagnose(row, k, budget)
+            items = ranked_items(row)
             gold_set = set(gold)
             ranks = list(range(1, min(max_hits, len(items)) + 1))
             if d["first_gold_rank"] is not None and d["first_gold_rank"] > len(ranks):
@@ -396,7 +179,7 @@ def inspect_probes(results: Any, dataset: Any = None, other: Any = None, *, a: s
                             "first_gold_rank": d["first_gold_rank"], "depth": d["depth"], "kept": d["kept"],
                             "reason": d["reason"], "cut_by_budget": d["reason"] == "cut_by_budget",
                             "hits": [_hit(r, row, items, gold_set, d["kept"], texts) for r in ranks],
-                            **{c: _list(row.get(c)) if c in row else None for c in _CARRIED}})
+                            **{c: as_list(row.get(c)) if c in row else None for c in _CARRIED}})
     frame = pd.DataFrame(records, columns=_COLUMNS)
     frame = _select(frame, show, n, len(runs))
     frame["first_gold_rank"] = frame["first_gold_rank"].astype("Int64")
@@ -435,7 +218,7 @@ def _short(text: Any, width: int) -> str:
 
 
 def _fmt(v: Any) -> str:
-    return "nan" if _missing(v) else f"{v:.4g}"
+    return "nan" if is_missing(v) else f"{v:.4g}"
 
 
 def _cut_name(k: int | None, budget: int | None) -> str:
@@ -521,7 +304,7 @@ class ProbeTable:
         rows = group.to_dict("records")
         head = rows[0]
         lines = [f"== {self._header(head)}", f"Q: {_short(head['query'], width)}"]
-        if not _missing(head["answer"]):
+        if not is_missing(head["answer"]):
             lines.append(f"A: {_short(head['answer'], width)}")
         for g, text in zip(head["gold"], head["gold_text"]):
             lines.append(f"gold {g}: {_short(text, width)}" if text is not None else f"gold {g}")
@@ -556,7 +339,7 @@ class ProbeTable:
         head = rows[0]
         parts = [f"<div class='mlpt'><b>{esc(self._header(head))}</b>",
                  f"<div><b>Q:</b> {esc(str(head['query']))}</div>"]
-        if not _missing(head["answer"]):
+        if not is_missing(head["answer"]):
             parts.append(f"<div><b>A:</b> {esc(str(head['answer']))}</div>")
         for g, text in zip(head["gold"], head["gold_text"]):
             parts.append(f"<div class='gold' style='{_STYLES['gold']}'>gold {esc(g)}: {_fold(text)}</div>")
@@ -617,18 +400,4 @@ def _fold(text: Any, width: int = 120) -> str:
 
 
 def _json_number(v: Any) -> Any:
-    return None if _missing(v) else float(v)
-
-
-def cutoff_of(metric: str) -> tuple[int | None, int | None]:
-    """The (k, budget) cut a metric reads: ``recall@5`` -> (5, None), ``recall@256tok`` ->
-    (None, 256), anything else (``context_recall``, ``answer_f1``, an unregistered name) ->
-    (None, None). The metric registry parses the name (``parse_column``)."""
-    from .metrics import parse_column
-
-    parsed = parse_column(str(metric))
-    return (None, None) if parsed is None else (parsed.k, parsed.budget)
-
-
-__all__ = ["REASONS", "ProbeTable", "cutoff_of", "inspect_probes", "miss_counts", "miss_crosstab",
-           "miss_reasons", "question_type"]
+    return None if is_missing(v) else float(v)

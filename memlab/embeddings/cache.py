@@ -148,7 +148,15 @@ class CachedEmbedder(Embedder, Warmable):
         keys = [self.key(t, query) for t in texts]
         text_of = dict(zip(keys, texts))
         unique = list(dict.fromkeys(keys))
-        found = self._lookup(unique)
+        # a run's shared store (memlab.embeddings.store.reading) first: on a cluster it holds
+        # every text of the dataset, embedded once by the pre-pass
+        from .store import active_store
+
+        store = active_store()
+        found = store.lookup(self.embedder, unique) if store is not None else {}
+        rest = [k for k in unique if k not in found]
+        if rest:
+            found.update(self._lookup(rest))
         missing = [k for k in unique if k not in found]
         if missing:
             inner = self.embedder.embed_queries if query else self.embedder.embed

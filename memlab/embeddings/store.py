@@ -1,0 +1,295 @@
+"""One embedding store for every worker of a run: Arrow IPC files on shared storage, filled
+by a pre-pass, memory-mapped by the workers.
+
+Why Arrow IPC files (measured by ``bench/bench_embedding_store.py`` on this machine, 20,000
+384-d vectors, figures in its docstring): a worker that opens the store memory-maps each file
+and reads its vectors without copying or decoding them, so reading every vector back is
+several times faster than from the SQLite cache and from Parquet (which decodes and copies
+each column), and orders of magnitude faster than a chromadb server (each vector crosses HTTP
+as JSON). The candidates and why the others lost:
+
+- **A shared SQLite file** (the per-process cache, ``CachedEmbedder``, pointed at shared
+  storage): WAL needs shared memory and POSIX locks that NFS and SMB do not provide
+  reliably (SQLite's own documentation says WAL does not work over a network file system),
+  and without WAL every worker's write takes the whole file's lock. Several writers on one
+  network file is exactly what a cluster would do, so it is unsafe, not just slow.
+- **chromadb in client-server mode**: a real shared database, but a server to run and keep
+  up, every vector goes through HTTP and JSON, and it indexes (HNSW) what only needs a
+  lookup by key; the bench measures it reading the same vectors tens of times slower.
+- **Parquet**: the same layout as the Arrow files, compressed; smaller on disk but every
+  read decodes, and it cannot be memory-mapped zero-copy.
+- **Arrow IPC files, written once each, never modified** (chosen): each file is written by
+  one task to a temporary name and renamed (``memlab.atomic``), named by the digest of its
+  keys, so two tasks that write the same partition write the same bytes, a reader sees a
+  whole file or none, and no lock is ever taken; rename is atomic on NFS as well. Readers
+  only list a folder and map files.
+
+Layout: ``<root>/<model digest>/model.json`` (the embedder's identity, revision and vector
+length) and ``<root>/<model digest>/part-<digest of its keys>.arrow``, with columns ``key``
+(``fixed_size_binary(32)``) and ``vector`` (``fixed_size_list<float32>[dim]``). The model
+digest is ``sha256(identity + "\\0" + revision)[:32]``: ``identity`` is ``Embedder.identity()``
+(the model and every parameter that changes its vectors) and ``revision`` the embedder's
+``revision`` attribute where it has one (a weights revision, e.g. a pinned model commit);
+the key is ``CachedEmbedder.key(text, query)`` (sha256 of identity, query mode and text).
+So the store is keyed by model, revision and text hash, and the values are those the
+embedder computed, bit for bit.
+
+The pre-pass (``fill``) embeds the texts missing from the store in partitions fixed by
+content (the missing keys sorted, ``partition_size`` at a time), not by the number of workers,
+so a store filled by 2 workers or 200, or in one process, holds the same vectors. With a
+Dask client each partition is one task on the cluster: each distinct text is embedded once
+per cluster. Workers then read with ``reading(root)``: inside it, every ``CachedEmbedder``
+in the process answers from the store first (``active_store``); a text the store lacks (one
+a strategy derives while it runs, e.g. a summary) falls through to the cache's own file and
+the model, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ..base import MemlabError
+from ..atomic import atomic_write_bytes, atomic_write_text
+
+if TYPE_CHECKING:
+    from .base import Embedder
+    from .cache import CachedEmbedder
+
+#: Texts per pre-pass task: large enough that a model batches well and a task's overhead is
+#: small, small enough that a sweep's texts spread over the workers.
+PARTITION_SIZE = 2048
+
+_STORE_ENV = "MEMLAB_EMBEDDING_STORE"
+
+
+def default_store_root() -> str:
+    """``$MEMLAB_EMBEDDING_STORE``, else ``<$MEMLAB_CACHE_DIR or ~/.cache/memlab>/embedding-store``
+    (on a real cluster it must be a folder every worker mounts: set the variable)."""
+    given = os.environ.get(_STORE_ENV)
+    if given:
+        return given
+    root = os.environ.get("MEMLAB_CACHE_DIR") or str(Path.home() / ".cache" / "memlab")
+    return str(Path(root) / "embedding-store")
+
+
+def revision(embedder: Embedder) -> str:
+    """The embedder's weights revision (its ``revision`` attribute or method), or ""."""
+    value = getattr(embedder, "revision", "")
+    value = value() if callable(value) else value
+    return str(value or "")
+
+
+def model_digest(embedder: Embedder) -> str:
+    return hashlib.sha256((embedder.identity() + "\0" + revision(embedder)).encode("utf-8")).hexdigest()[:32]
+
+
+class EmbeddingStore:
+    """The Arrow files of one store folder (module docstring), read memory-mapped.
+
+    ``lookup`` loads every file of the model's folder the first time it is asked for that
+    model, and lists the folder again only when a key is missing (files written since);
+    vectors are views of the mapped files (no copy), read-only.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+        self._lock = threading.Lock()
+        self._loaded: dict[str, set[str]] = {}          # model digest -> part files read
+        self._index: dict[str, dict[bytes, tuple[np.ndarray, int]]] = {}  # digest -> key -> (matrix, row)
+
+    def folder(self, embedder: Embedder) -> Path:
+        return self.root / model_digest(embedder)
+
+    def _refresh(self, digest: str) -> None:
+        import pyarrow as pa
+
+        folder = self.root / digest
+        loaded = self._loaded.setdefault(digest, set())
+        index = self._index.setdefault(digest, {})
+        if not folder.is_dir():
+            return
+        for name in sorted(os.listdir(folder)):
+            if not (name.startswith("part-") and name.endswith(".arrow")) or name in loaded:
+                continue
+            path = folder / name
+            try:
+                table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+                keys = table.column("key").combine_chunks()
+                vectors = table.column("vector").combine_chunks()
+                dim = vectors.type.list_size
+                matrix = vectors.flatten().to_numpy(zero_copy_only=True).reshape(-1, dim)
+            except (pa.ArrowException, KeyError, AttributeError, ValueError) as exc:
+                raise MemlabError(f"embedding store {str(path)!r}: expected an Arrow IPC file with columns "
+                                  f"key (fixed_size_binary(32)) and vector (fixed_size_list<float32>), "
+                                  f"got an unreadable file: {exc}") from None
+            # the keys' bytes sliced from the column's one buffer: 8x faster than to_pylist()
+            raw = keys.buffers()[1].to_pybytes()[keys.offset * 32:(keys.offset + len(keys)) * 32]
+            for row in range(len(keys)):
+                index[raw[32 * row:32 * row + 32]] = (matrix, row)
+            loaded.add(name)
+
+    def lookup(self, embedder: Embedder, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of ``keys`` (hex keys of ``CachedEmbedder.key``) that the store holds."""
+        digest = model_digest(embedder)
+        with self._lock:
+            if digest not in self._loaded:
+                self._refresh(digest)
+            index = self._index[digest]
+            raw = [bytes.fromhex(k) for k in keys]
+            if any(r not in index for r in raw):
+                self._refresh(digest)  # parts written since this process last looked
+            found = {}
+            for k, r in zip(keys, raw):
+                hit = index.get(r)
+                if hit is not None:
+                    found[k] = hit[0][hit[1]]
+            return found
+
+    def keys(self, embedder: Embedder) -> set[bytes]:
+        """Every key stored for ``embedder``'s model."""
+        digest = model_digest(embedder)
+        with self._lock:
+            self._refresh(digest)
+            return set(self._index[digest])
+
+    def write(self, embedder: Embedder, keys: Sequence[str], vectors: np.ndarray) -> Path:
+        """One part file holding ``keys`` -> ``vectors`` (float32 rows), written atomically and
+        named by the digest of its keys; returns its path."""
+        import pyarrow as pa
+
+        vectors = np.ascontiguousarray(vectors, dtype="<f4")
+        if vectors.ndim != 2 or vectors.shape[0] != len(keys):
+            raise MemlabError(f"embedding store {str(self.root)!r}: expected {len(keys)} vectors, "
+                              f"got an array of shape {vectors.shape}")
+        folder = self.folder(embedder)
+        folder.mkdir(parents=True, exist_ok=True)
+        meta = folder / "model.json"
+        if not meta.is_file():
+            atomic_write_text(meta, json.dumps({"identity": embedder.identity(), "revision": revision(embedder),
+                                                "dim": int(vectors.shape[1])}, sort_keys=True) + "\n")
+        raw = [bytes.fromhex(k) for k in keys]
+        name = "part-" + hashlib.sha256(b"".join(raw)).hexdigest()[:32] + ".arrow"
+        table = pa.table({
+            "key": pa.array(raw, type=pa.binary(32)),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()),
+                                                        int(vectors.shape[1])),
+        })
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        atomic_write_bytes(folder / name, sink.getvalue().to_pybytes())
+        return folder / name
+
+
+# -- the store a process reads from -------------------------------------------------------------
+
+_open_stores: dict[str, EmbeddingStore] = {}   # root -> store, per process: clones share the mapped files
+_active: list[EmbeddingStore] = []
+
+
+def open_store(root: str | os.PathLike[str]) -> EmbeddingStore:
+    key = os.path.abspath(root)
+    store = _open_stores.get(key)
+    if store is None:
+        store = _open_stores[key] = EmbeddingStore(key)
+    return store
+
+
+@contextlib.contextmanager
+def reading(root: str | os.PathLike[str] | None) -> Iterator[EmbeddingStore | None]:
+    """Within the block, every ``CachedEmbedder`` of this process answers from the store at
+    ``root`` first (None: no store). Process-wide on purpose: the embedders sit deep inside
+    strategies cloned per dialogue, and a Dask worker runs one task per thread here
+    (``threads_per_worker=1`` is what the sweep asks of a cluster it starts)."""
+    if root is None:
+        yield None
+        return
+    store = open_store(root)
+    _active.append(store)
+    try:
+        yield store
+    finally:
+        _active.remove(store)
+
+
+def active_store() -> EmbeddingStore | None:
+    return _active[-1] if _active else None
+
+
+# -- the pre-pass -----------------------------------------------------------------------------
+
+def cached_embedders(components: Iterable[Any]) -> list[CachedEmbedder]:
+    """The distinct (by model digest) ``CachedEmbedder`` parts of ``components`` (strategies)."""
+    from .cache import CachedEmbedder
+
+    out: dict[str, CachedEmbedder] = {}
+    for component in components:
+        for part in [component, *component.components()]:
+            if isinstance(part, CachedEmbedder):
+                out.setdefault(model_digest(part.embedder), part)
+    return list(out.values())
+
+
+_worker_embedders: dict[str, Embedder] = {}  # model digest -> the embedder, per process: load a model once
+
+
+def _embed_partition(root: str, embedder: Embedder, keys: list[str], texts: list[str],
+                     queries: list[bool]) -> tuple[str, int]:
+    """A pre-pass task: embed one partition (passages, then queries) and write its file."""
+    digest = model_digest(embedder)
+    embedder = _worker_embedders.setdefault(digest, embedder)
+    vectors = np.zeros((len(keys), embedder.dim), dtype="<f4")
+    for as_query in (False, True):
+        rows = [i for i, q in enumerate(queries) if q == as_query]
+        if rows:
+            embed = embedder.embed_queries if as_query else embedder.embed
+            vectors[rows] = np.asarray(embed([texts[i] for i in rows]), dtype="<f4")
+    path = EmbeddingStore(root).write(embedder, keys, vectors)
+    return path.name, len(keys)
+
+
+def fill(root: str | os.PathLike[str], strategies: Iterable[Any], texts: Sequence[str],
+         queries: Sequence[str] = (), client: Any = None, partition_size: int = PARTITION_SIZE) -> int:
+    """Embed into the store at ``root`` every text (as a passage) and query (in query mode)
+    that it lacks, for every ``CachedEmbedder`` model of ``strategies``; returns the number of
+    texts embedded.
+
+    Missing keys are sorted and cut into partitions of ``partition_size``; with a Dask
+    ``client`` each partition is one task (its key names the partition, so the scheduler runs
+    it once), else they run here one after another. Either way each text is embedded once,
+    by the same partition, so the store's vectors do not depend on the cluster.
+    """
+    if isinstance(partition_size, bool) or not isinstance(partition_size, int) or partition_size < 1:
+        raise MemlabError(f"embedding store fill: partition_size must be a positive integer, got {partition_size!r}")
+    root = os.path.abspath(root)
+    store = EmbeddingStore(root)
+    tasks = []
+    for cached in cached_embedders(strategies):
+        present = store.keys(cached.embedder)
+        wanted: dict[str, tuple[str, bool]] = {}
+        for items, as_query in ((texts, False), (queries, True)):
+            for text in dict.fromkeys(items):
+                key = cached.key(text, query=as_query)
+                if bytes.fromhex(key) not in present:
+                    # a symmetric model keys a query like a passage: one vector for both
+                    wanted.setdefault(key, (text, as_query and cached.embedder.asymmetric))
+        ordered = sorted(wanted)
+        for start in range(0, len(ordered), partition_size):
+            part = ordered[start:start + partition_size]
+            tasks.append((cached.embedder, part, [wanted[k][0] for k in part], [wanted[k][1] for k in part]))
+    if client is None:
+        done = [_embed_partition(root, *task) for task in tasks]
+    else:
+        futures = [client.submit(_embed_partition, root, *task,
+                                 key="memlab-embed-" + hashlib.sha256("".join(task[1]).encode()).hexdigest()[:24])
+                   for task in tasks]
+        done = client.gather(futures)
+    return sum(n for _, n in done)

@@ -444,17 +444,7 @@ def replay_variants(variants: Sequence[tuple[Strategy, str | None]], dataset: Da
     separate replays (same rows and values; ``latency_ms`` times each variant's own asking).
     """
     first = variants[0][0]
-    shared = shares_observation(first)
-    params = []
-    for strategy, _ in variants:
-        if type(strategy) is not type(first) or not shared:
-            raise MemlabError("replay_variants needs variants of one strategy class declaring query_time_params")
-        own = strategy.get_params(deep=False)
-        base = first.get_params(deep=False)
-        if any(repr(own[k]) != repr(base[k]) for k in own if k not in shared):
-            raise MemlabError("replay_variants: variants may differ only in query_time_params "
-                              f"{sorted(shared)}")
-        params.append({k: own[k] for k in sorted(shared)})
+    params = variant_params([strategy for strategy, _ in variants])
     budgets = sorted({_check_budget(b) for b in budgets})
     if k_max < max(ks, default=1):
         k_max = max(ks)
@@ -468,6 +458,24 @@ def replay_variants(variants: Sequence[tuple[Strategy, str | None]], dataset: Da
             out.extend(rows)
     return [_frame(rows, strategy, dataset, label, ks, budgets, provenance, False)
             for rows, (strategy, label) in zip(per_variant, variants)]
+
+
+def variant_params(variants: Sequence[Strategy]) -> list[dict[str, Any]]:
+    """Each variant's query-time values (``set_query_params`` arguments), checked: one strategy
+    class declaring ``query_time_params``, differing in nothing else."""
+    first = variants[0]
+    shared = shares_observation(first)
+    params = []
+    for strategy in variants:
+        if type(strategy) is not type(first) or not shared:
+            raise MemlabError("replay_variants needs variants of one strategy class declaring query_time_params")
+        own = strategy.get_params(deep=False)
+        base = first.get_params(deep=False)
+        if any(repr(own[k]) != repr(base[k]) for k in own if k not in shared):
+            raise MemlabError("replay_variants: variants may differ only in query_time_params "
+                              f"{sorted(shared)}")
+        params.append({k: own[k] for k in sorted(shared)})
+    return params
 
 
 def _check_budget(b: Any) -> int:

@@ -65,7 +65,7 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
           dataset: Dataset, *, ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
           n_jobs: int = 1, progress: bool = False, budgets: Sequence[int] = (),
           configured: list[tuple[dict[str, Any], str, str, Strategy]] | None = None,
-          cells: CellStore | None = None) -> pd.DataFrame:
+          cells: CellStore | None = None, client: Any = None, store: str | None = None) -> pd.DataFrame:
     """Per-probe rows for every grid point; swept values also appear as plain columns.
 
     ``strategy`` is a Strategy (grid keys are ``set_params`` keys, nested ones included) or a
@@ -76,11 +76,26 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
 
     With ``cells`` (a ``CellStore``) each grid point's table is stored as soon as it is
     computed and a point already stored is read back instead of replayed (resumable sweeps).
+
+    With ``client`` (a ``dask.distributed.Client``) the points not already in ``cells`` run
+    on its cluster, their embeddings read from one shared store at ``store`` (a folder every
+    worker reaches; default ``memlab.embeddings.store.default_store_root()``) that a pre-pass
+    fills once per distinct text: ``memlab.eval.distributed``. ``n_jobs`` is then unused.
     """
     points = configured if configured is not None else configure(strategy, grid, label)
     dataset = _hashed_once(dataset)
     shared = _shared_groups(points) if n_jobs == 1 else {}
     done: dict[int, pd.DataFrame] = {}  # frames replayed with their group, by point index
+    if client is not None:
+        from .distributed import cluster_frames
+
+        def stored(n: int) -> bool:
+            point, name, point_label, built = points[n]
+            key = cells.key(built, point_label, name, point, dataset.hash, ks, k_max, budgets)
+            return not cells.fresh and cells.path(key).is_file()
+
+        todo = [n for n in range(len(points)) if cells is None or not stored(n)]
+        done.update(cluster_frames(points, todo, dataset, client, store, ks=ks, k_max=k_max, budgets=budgets))
 
     def finish(frame: pd.DataFrame, name: str, point: dict[str, Any]) -> pd.DataFrame:
         frame.insert(1, "base_strategy", name)
@@ -92,6 +107,8 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
     for n, (point, name, point_label, built) in enumerate(points):
         def compute(n: int = n, built: Strategy = built, name: str = name, point_label: str = point_label,
                     point: dict[str, Any] = point) -> pd.DataFrame:
+            if client is not None:  # computed on the cluster above
+                return finish(done.pop(n), name, point)
             group = shared.get(n)
             if group is None:
                 return finish(replay(built, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,

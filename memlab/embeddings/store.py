@@ -238,14 +238,10 @@ def cached_embedders(components: Iterable[Any]) -> list[CachedEmbedder]:
     return list(out.values())
 
 
-_worker_embedders: dict[str, Embedder] = {}  # model digest -> the embedder, per process: load a model once
-
-
 def _embed_partition(root: str, embedder: Embedder, keys: list[str], texts: list[str],
                      queries: list[bool]) -> tuple[str, int]:
-    """A pre-pass task: embed one partition (passages, then queries) and write its file."""
-    digest = model_digest(embedder)
-    embedder = _worker_embedders.setdefault(digest, embedder)
+    """A pre-pass task: embed one partition (passages, then queries) and write its file. (The
+    models memlab names load once per process, whatever the number of tasks.)"""
     vectors = np.zeros((len(keys), embedder.dim), dtype="<f4")
     for as_query in (False, True):
         rows = [i for i, q in enumerate(queries) if q == as_query]
@@ -288,7 +284,10 @@ def fill(root: str | os.PathLike[str], strategies: Iterable[Any], texts: Sequenc
     if client is None:
         done = [_embed_partition(root, *task) for task in tasks]
     else:
-        futures = [client.submit(_embed_partition, root, *task,
+        # each embedder travels to the cluster once, not once per partition
+        shipped = {id(task[0]): task[0] for task in tasks}
+        remote = {k: client.scatter(e, hash=False) for k, e in shipped.items()}
+        futures = [client.submit(_embed_partition, root, remote[id(task[0])], *task[1:],
                                  key="memlab-embed-" + hashlib.sha256("".join(task[1]).encode()).hexdigest()[:24])
                    for task in tasks]
         done = client.gather(futures)

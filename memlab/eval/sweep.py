@@ -27,6 +27,8 @@ A sweep file (``memlab sweep FILE.toml``)::
     budgets = [256, 512, 1024]          # optional: token budgets (recall@512tok ...)
     n_jobs = 1
     output = "../runs/keep_rate"        # relative to this file; --output overrides
+    scheduler = "tcp://host:8786"       # optional: run on this Dask cluster ($MEMLAB_DASK_SCHEDULER)
+    embedding_store = "/shared/store"   # optional: its shared embedding store ($MEMLAB_EMBEDDING_STORE)
     [[plots]]                           # optional
     kind = "metric_vs_param"            # metric_vs_param | pareto | by_category | metric_at_k
     param = "keep_rate"
@@ -223,6 +225,15 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
         out_dir = Path(out) if Path(out).is_absolute() else base_dir / out
         check_output_dir(out_dir, where)
     cells = CellStore(out_dir / "cells", fresh=fresh) if out_dir is not None else None
+    # a Dask cluster: [run] scheduler, else $MEMLAB_DASK_SCHEDULER (memlab.eval.distributed)
+    from .distributed import connect, scheduler_address
+    from .sweep_config import _cluster_options
+
+    scheduler, store = _cluster_options(config.get("run", {}), where)
+    scheduler = scheduler_address(scheduler)
+    if store is not None and not Path(store).is_absolute():
+        store = str(base_dir / store)
+    client = connect(scheduler) if scheduler is not None else None
     frames = []
     try:
         for spec in specs:
@@ -230,7 +241,7 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
             try:
                 frames.append(sweep(spec, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
                                     progress=progress, budgets=budgets, configured=configured[label],
-                                    cells=cells))
+                                    cells=cells, client=client, store=store))
             except (ConfigError, TypeError) as exc:  # name the file and the strategy entry
                 raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
     except KeyboardInterrupt:
@@ -242,6 +253,9 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
         raise SweepInterrupted(f"interrupted: {kept} of {len(points)} cells finished and kept in {cells.folder}; "
                                f"the same command resumes with the {len(points) - kept} missing "
                                f"(--fresh recomputes all)") from None
+    finally:
+        if client is not None:
+            client.close()
     results = pd.concat(frames, ignore_index=True)
     by = ["strategy"]
     summary = summarize(results, by=by, ci=True)  # 95% cluster-bootstrap CIs, seeded

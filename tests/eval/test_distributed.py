@@ -74,3 +74,22 @@ def test_scheduler_address_comes_from_the_option_or_the_environment(monkeypatch)
 def test_an_unreachable_scheduler_is_one_clear_error():
     with pytest.raises(ConfigError, match=r"scheduler 'tcp://127.0.0.1:9' .*: expected a reachable Dask scheduler, got OSError"):
         connect("tcp://127.0.0.1:9", timeout=1)
+
+
+def test_a_sweep_file_names_its_scheduler_and_store(tiny_file, tmp_path, monkeypatch):
+    from memlab.eval.sweep import run_config
+
+    monkeypatch.delenv("MEMLAB_DASK_SCHEDULER", raising=False)
+    config = {"dataset": {"path": str(tiny_file)},
+              "strategies": [{"label": "lt", "name": "longterm", "params": {"token_limit": 60}}],
+              "grid": {"keep_rate": [0.5, 1.0]}, "run": {"ks": [1, 3]}}
+    local = run_config(config, tmp_path).results
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                                  dashboard_address=None) as cluster:
+        config["run"].update(scheduler=cluster.scheduler_address, embedding_store="store")
+        remote = run_config(config, tmp_path).results
+    pd.testing.assert_frame_equal(remote.drop(columns="latency_ms"), local.drop(columns="latency_ms"),
+                                  check_exact=True)
+    config["run"]["scheduler"] = ""
+    with pytest.raises(ConfigError, match=r"\[run\] scheduler must be a non-empty string such as 'tcp://host:8786'"):
+        run_config(config, tmp_path)

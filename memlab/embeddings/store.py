@@ -207,8 +207,10 @@ def open_store(root: str | os.PathLike[str]) -> EmbeddingStore:
 def reading(root: str | os.PathLike[str] | None) -> Iterator[EmbeddingStore | None]:
     """Within the block, every ``CachedEmbedder`` of this process answers from the store at
     ``root`` first (None: no store). Process-wide on purpose: the embedders sit deep inside
-    strategies cloned per dialogue, and a Dask worker runs one task per thread here
-    (``threads_per_worker=1`` is what the sweep asks of a cluster it starts)."""
+    strategies cloned per dialogue. Tasks running in threads of one worker each push the
+    same store of their sweep, so their lookups agree; with two stores active at once (two
+    sweeps in threads of one process) lookups read the newest, and a key it lacks is
+    embedded by the model as without a store: slower, never another vector."""
     if root is None:
         yield None
         return

@@ -17,10 +17,18 @@ request made, alike for every candidate; only SQLite's locking is unsafe there):
 - ``chroma``: a chromadb server (``chroma run``, localhost) reached by ``HttpClient``,
   ``--chroma-n`` vectors (it is slow), ``get(ids=...)`` in batches of 500.
 
-Measured 2026-12-04 on 2 shared cores, n=20000, dim=384, chroma n=5000 (per vector, read all /
-one key per call / write):
-arrow 1.6 / 16 / 13 us; parquet 3.9 (2.4x arrow) / 17 / 14 us; sqlite 8.8 (5.5x) / 30 / 18 us;
-chroma 246 (150x) / 7200 / 690 us. No timed assertion anywhere: the figures are for choosing.
+Measured 2026-12-04, 4 runs, 2 cores shared with a background job (load 6.5-7.2), n=20000,
+dim=384, chroma n=5000; microseconds per vector, range over the runs (ratio to arrow):
+
+- read all, fresh reader: arrow 3.3-6.4; parquet 10.7-18.4 (2.1-3.2x); sqlite 10.2-13.0
+  (1.8-3.5x); chroma 93-159 (19-36x);
+- one key per call: arrow 1.4-3.6; parquet 0.7 (a plain dict once every file is decoded:
+  no per-call work but the lookup); sqlite 6.9-17.6 (1.9-9.5x, a query per call); chroma
+  1,680-2,700 (470-1,970x, an HTTP request per call);
+- write: arrow, parquet and sqlite 29-40; chroma 540-915;
+- bytes per vector: arrow 1,568, parquet 1,881, sqlite 2,135, chroma 2,174.
+
+No timed assertion anywhere: the figures are for choosing.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memlab.embeddings.hashing import HashingEmbedder  # noqa: E402  (names a model folder only)
-from memlab.embeddings.store import PARTITION_SIZE, EmbeddingStore  # noqa: E402
+from memlab.embeddings.store import PARTITION_SIZE, EmbeddingStore, model_digest  # noqa: E402
 
 SINGLE = 2000
 
@@ -71,9 +79,10 @@ def bench_arrow(folder: Path, keys: list[str], vectors: np.ndarray) -> tuple[flo
     read_all = time.perf_counter() - t0
     reader = EmbeddingStore(folder)
     reader.lookup(model, keys[:1])
+    digest = model_digest(model)  # as CachedEmbedder passes it: the model's identity costs alike for any store
     t0 = time.perf_counter()
     for k in keys[:SINGLE]:
-        reader.lookup(model, [k])
+        reader.lookup(model, [k], digest)
     single = time.perf_counter() - t0
     assert len(got) == len(keys) and np.isfinite(total)
     return write, read_all, single

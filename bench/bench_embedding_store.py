@@ -3,7 +3,7 @@
     python bench/bench_embedding_store.py [--n 20000] [--dim 384] [--chroma-n 5000]
 
 Each candidate stores ``--n`` seeded random unit float32 vectors under sha256 keys (as
-``CachedEmbedder`` keys them), in parts of ``memlab.embeddings.store.PARTITION_SIZE`` (as
+``CachedEmbedder`` keys them), in parts of ``memlab.embeddings.prefill.PARTITION_SIZE`` (as
 the pre-pass writes them), then a fresh reader (new object, new connection: what a worker
 does) reads every vector back in one call, and 2,000 vectors one key per call (what a replay
 does for a query). Figures are microseconds per vector and ratios to the Arrow store, all
@@ -50,7 +50,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memlab.embeddings.hashing import HashingEmbedder  # noqa: E402  (names a model folder only)
-from memlab.embeddings.store import PARTITION_SIZE, EmbeddingStore, model_digest  # noqa: E402
+from memlab.embeddings.prefill import PARTITION_SIZE  # noqa: E402
+from memlab.embeddings.store import EmbeddingStore, model_digest  # noqa: E402
 
 SINGLE = 2000
 

@@ -4,7 +4,7 @@
 ``MEMLAB_DASK_SCHEDULER`` in the environment run a sweep's grid points on an existing Dask
 cluster (``docs/distributed.md``), in three steps:
 
-1. **pre-pass** (``memlab.embeddings.store.fill``): the distinct turn texts (as passages) and
+1. **pre-pass** (``memlab.embeddings.prefill.fill``): the distinct turn texts (as passages) and
    questions (as queries) of the dataset, for every ``CachedEmbedder`` model of the points
    still to compute, are embedded into the store (``[run] embedding_store``,
    ``$MEMLAB_EMBEDDING_STORE``, or a folder under the cache directory), one task per fixed
@@ -29,12 +29,13 @@ by content, still makes every cluster's run equal to every other's).
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from ..base import ConfigError
-from ..embeddings.store import default_store_root, fill, reading
+from ..embeddings.prefill import fill
+from ..embeddings.store import default_store_root, reading
 from ..strategy import Strategy
 from .dataset import Dataset, Dialogue
 
@@ -75,12 +76,14 @@ def _replay_unit(strategy: Strategy, dialogue: Dialogue, k_max: int, budget: int
 
 def cluster_frames(points: Sequence[tuple[dict[str, Any], str, str, Strategy]], todo: Sequence[int],
                    dataset: Dataset, client: Any, store: str | None = None, *, ks: Sequence[int] = (1, 5, 10),
-                   k_max: int = 10, budgets: Sequence[int] = ()) -> dict[int, pd.DataFrame]:
+                   k_max: int = 10, budgets: Sequence[int] = (),
+                   groups: Mapping[int, list[int]] | None = None) -> dict[int, pd.DataFrame]:
     """``replay``'s table for each point index in ``todo``, computed on ``client``'s cluster
     (module docstring); ``store`` is the embedding store's folder (default
-    ``default_store_root()``), which every worker must reach at that path."""
+    ``default_store_root()``), which every worker must reach at that path. ``groups``: for
+    an index into ``todo``, the indices (into ``todo``) of the points observed with it
+    (``memlab.eval.sweep._shared_groups`` of the selected points); None: each alone."""
     from .replay import (_FailureLimit, _check_budget, _frame, default_max_failures, variant_params)
-    from .sweep import _shared_groups
 
     store = os.path.abspath(store or default_store_root())
     budgets = sorted({_check_budget(b) for b in budgets})
@@ -94,7 +97,7 @@ def cluster_frames(points: Sequence[tuple[dict[str, Any], str, str, Strategy]], 
     queries = list(dict.fromkeys(p.query for d in dialogues for p in d.probes))
     fill(store, [built for _, _, _, built in selected], texts, queries, client=client)
 
-    groups = _shared_groups(selected)
+    groups = groups or {}
     on_cluster = client.scatter(dialogues)  # each dialogue travels once, whatever the number of points
     units: list[tuple[tuple[int, ...], bool, list[Any]]] = []
     seen: set[tuple[int, ...]] = set()

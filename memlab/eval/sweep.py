@@ -97,7 +97,8 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
             return not cells.fresh and cells.path(key).is_file()
 
         todo = [n for n in range(len(points)) if cells is None or not stored(n)]
-        done.update(cluster_frames(points, todo, dataset, client, store, ks=ks, k_max=k_max, budgets=budgets))
+        done.update(cluster_frames(points, todo, dataset, client, store, ks=ks, k_max=k_max, budgets=budgets,
+                                   groups=_shared_groups([points[n] for n in todo])))
 
     def finish(frame: pd.DataFrame, name: str, point: dict[str, Any]) -> pd.DataFrame:
         frame.insert(1, "base_strategy", name)

@@ -10,7 +10,8 @@ from memlab.base import MemlabError
 from memlab.embeddings.cache import CachedEmbedder
 from memlab.embeddings.counting import CountingEmbedder, read_log
 from memlab.embeddings.hashing import HashingEmbedder
-from memlab.embeddings.store import EmbeddingStore, fill, model_digest, reading
+from memlab.embeddings.prefill import fill
+from memlab.embeddings.store import EmbeddingStore, model_digest, reading
 
 
 class Revised(HashingEmbedder):

@@ -52,7 +52,8 @@ def fill(root: str | os.PathLike[str], strategies: Iterable[Any], texts: Sequenc
     Missing keys are sorted and cut into partitions of ``partition_size``; with a Dask
     ``client`` each partition is one task (its key names the partition, so the scheduler runs
     it once), else they run here one after another. Either way each text is embedded once,
-    by the same partition, so the store's vectors do not depend on the cluster.
+    by a partition that depends only on what the store lacked (not on the number of
+    workers), and is never embedded again: later runs read the vector stored.
     """
     if isinstance(partition_size, bool) or not isinstance(partition_size, int) or partition_size < 1:
         raise MemlabError(f"embedding store fill: partition_size must be a positive integer, got {partition_size!r}")

@@ -40,6 +40,11 @@ class Capabilities:
       (``memlab.eval.replay._ranked``). A strategy whose search changes state and does not
       declare it gets no deeper list for the session metrics (the token-budget one is still
       asked for: the @Btok metrics need it).
+    - ``context_only_params``: the ``query_time_params`` that ``retrieve`` does not read (only
+      ``build_context`` does): points of a sweep differing only in them get the same ranked
+      list at each probe, so the replay searches once for all of them
+      (``memlab.eval.replay.replay_dialogue``). Empty by default: every query-time parameter
+      is assumed to change the ranking.
     """
 
     query_time_params: frozenset[str] = field(default_factory=frozenset)
@@ -49,6 +54,7 @@ class Capabilities:
     search_changes_state: bool = False
     structured_output: bool = False
     honours_peek: bool = False
+    context_only_params: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def asking_changes_nothing(self) -> bool:

@@ -70,7 +70,12 @@ class ScoreBasedContextCreator(Component):
     }
 
     def _on_params_changed(self) -> None:
-        self._counter = self.token_counter if self.token_counter is not None else TiktokenCounter()
+        # the default counter is kept when another parameter changes (a sweep switching
+        # token_limit at every probe): a new one would start with an empty count cache
+        default = self.__dict__.get("_default_counter")
+        if self.token_counter is None and default is None:
+            default = self._default_counter = TiktokenCounter()
+        self._counter = self.token_counter if self.token_counter is not None else default
 
     @property
     def counter(self) -> TokenCounter:

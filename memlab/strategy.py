@@ -93,6 +93,10 @@ class Strategy(Component):
     #: a strategy declaring some switches them with ``set_query_params``.
     query_time_params: ClassVar[frozenset[str]] = frozenset()
 
+    #: The ``query_time_params`` that ``retrieve`` does not read, only ``build_context``
+    #: (``Capabilities.context_only_params``): a sweep over them searches once per probe.
+    context_only_params: ClassVar[frozenset[str]] = frozenset()
+
     def capabilities(self) -> Capabilities:
         """What this strategy declares: its ``query_time_params`` and ``uses_gold``, and whether
         any component of its configuration is stochastic or changes state when searched
@@ -101,7 +105,8 @@ class Strategy(Component):
         return Capabilities(query_time_params=type(self).query_time_params,
                             uses_gold=bool(self.uses_gold), stochastic=parts.stochastic,
                             search_changes_state=parts.search_changes_state,
-                            honours_peek=bool(type(self).honours_peek))
+                            honours_peek=bool(type(self).honours_peek),
+                            context_only_params=type(self).context_only_params & type(self).query_time_params)
 
     @contextmanager
     def peek(self) -> Iterator[None]:

@@ -131,10 +131,12 @@ class CachedEmbedder(Embedder, Warmable):
     def asymmetric(self) -> bool:
         return self.embedder.asymmetric
 
-    def key(self, text: str, query: bool = False) -> str:
-        """The cache key of ``text`` as a passage, or as a query (``query=True``)."""
+    def key(self, text: str, query: bool = False, identity: str | None = None) -> str:
+        """The cache key of ``text`` as a passage, or as a query (``query=True``); ``identity``
+        (``self.identity()``) may be passed by a caller keying many texts: it costs ~8 us."""
         mode = "\0query" if query and self.embedder.asymmetric else ""
-        return hashlib.sha256((self.identity() + mode + "\0" + text).encode("utf-8")).hexdigest()
+        identity = self.identity() if identity is None else identity
+        return hashlib.sha256((identity + mode + "\0" + text).encode("utf-8")).hexdigest()
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self._cached(list(texts), query=False)
@@ -145,10 +147,19 @@ class CachedEmbedder(Embedder, Warmable):
     def _cached(self, texts: list[str], query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        keys = [self.key(t, query) for t in texts]
+        identity = self.identity()
+        keys = [self.key(t, query, identity) for t in texts]
         text_of = dict(zip(keys, texts))
         unique = list(dict.fromkeys(keys))
-        found = self._lookup(unique)
+        # a run's shared store (memlab.embeddings.store.reading) first: on a cluster it holds
+        # every text of the dataset, embedded once by the pre-pass
+        from .store import active_store, model_digest
+
+        store = active_store()
+        found = store.lookup(self.embedder, unique, model_digest(self.embedder, identity)) if store is not None else {}
+        rest = [k for k in unique if k not in found]
+        if rest:
+            found.update(self._lookup(rest))
         missing = [k for k in unique if k not in found]
         if missing:
             inner = self.embedder.embed_queries if query else self.embedder.embed

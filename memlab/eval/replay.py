@@ -136,7 +136,11 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
 
     With ``variants`` (query-time parameter sets, ``replay_variants``) the dialogue is
     observed once and each probe is asked once per variant, its values set first; the
-    result is then one list of rows per variant.
+    result is then one list of rows per variant. Variants that differ only in the
+    strategy's ``context_only_params`` (read by ``build_context``, not by ``retrieve``)
+    share one ranked list per probe: it is searched for the first of them and reused by
+    the others, whose rows then record that search's LLM usage and time as their own, as
+    a separate replay would.
     """
     strategy.reset()
     settings = list(variants) if variants is not None else [None]
@@ -150,6 +154,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
     # deepened for sessions
     caps = strategy.capabilities()
     deepen = not caps.stochastic and (not caps.search_changes_state or caps.honours_peek)
+    context_only = caps.context_only_params if variants is not None else frozenset()
     pending: str | None = None  # an LLM failure while reading turns: reported on the next probe
     for kind, item in dialogue.timeline():
         if kind == "turn":
@@ -170,6 +175,7 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
         # session metrics rank sessions by first hit: a list holding k_max distinct sessions (or
         # every session observed) gives them the first k_max of the full ranking
         sessions = (session_of, min(k_max, len(observed_sessions))) if gold_s and deepen else None
+        searched: dict[str, tuple[list[Any], list[int], float, dict[str, int]]] = {}  # this probe's shared lists
         for setting, rows in zip(settings, per_variant):
             if setting is not None:
                 strategy.set_query_params(**setting)
@@ -178,18 +184,33 @@ def replay_dialogue(strategy: Strategy, dialogue: Dialogue, k_max: int = 10,
             hits: list[Any] = []
             hit_tokens: list[int] = []
             context: Any = None
+            # the values retrieve reads: variants equal in them get the same ranked list
+            share = repr(sorted((k, repr(v)) for k, v in setting.items() if k not in context_only)) \
+                if context_only and setting is not None else None
+            reused: tuple[list[Any], list[int], float, dict[str, int]] | None = searched.get(share) \
+                if share is not None else None
             start = time.perf_counter()
             try:
-                hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now, sessions)
+                if reused is not None:
+                    hits, hit_tokens = list(reused[0]), list(reused[1])
+                else:
+                    hits, hit_tokens = _ranked(strategy, probe.query, k_max, budget, now, sessions)
+                    if share is not None:
+                        after = strategy.llm_usage()
+                        searched[share] = (hits, hit_tokens, time.perf_counter() - start,
+                                           {k: after.get(k, 0) - before.get(k, 0) for k in after})
                 context = strategy.build_context(probe.query, now=now)
             except LLMError as exc:
                 error = error or str(exc)
-            latency = (time.perf_counter() - start) * 1000.0
+            latency = (time.perf_counter() - start + (reused[2] if reused is not None else 0.0)) * 1000.0
             usage = strategy.llm_usage()
+            shared_usage = reused[3] if reused is not None else {}
 
             def cost(key: str) -> int:
-                # the turns read since the last probe plus this variant's own asking
-                return (observed.get(key, 0) - charged.get(key, 0)) + (usage.get(key, 0) - before.get(key, 0))
+                # the turns read since the last probe plus this variant's own asking (with a
+                # shared search, what that search cost, as a separate replay would pay it)
+                return (observed.get(key, 0) - charged.get(key, 0)) + (usage.get(key, 0) - before.get(key, 0)) \
+                    + shared_usage.get(key, 0)
 
             rows.append({
                 "dialogue_id": dialogue.id,
@@ -444,17 +465,7 @@ def replay_variants(variants: Sequence[tuple[Strategy, str | None]], dataset: Da
     separate replays (same rows and values; ``latency_ms`` times each variant's own asking).
     """
     first = variants[0][0]
-    shared = shares_observation(first)
-    params = []
-    for strategy, _ in variants:
-        if type(strategy) is not type(first) or not shared:
-            raise MemlabError("replay_variants needs variants of one strategy class declaring query_time_params")
-        own = strategy.get_params(deep=False)
-        base = first.get_params(deep=False)
-        if any(repr(own[k]) != repr(base[k]) for k in own if k not in shared):
-            raise MemlabError("replay_variants: variants may differ only in query_time_params "
-                              f"{sorted(shared)}")
-        params.append({k: own[k] for k in sorted(shared)})
+    params = variant_params([strategy for strategy, _ in variants])
     budgets = sorted({_check_budget(b) for b in budgets})
     if k_max < max(ks, default=1):
         k_max = max(ks)
@@ -468,6 +479,24 @@ def replay_variants(variants: Sequence[tuple[Strategy, str | None]], dataset: Da
             out.extend(rows)
     return [_frame(rows, strategy, dataset, label, ks, budgets, provenance, False)
             for rows, (strategy, label) in zip(per_variant, variants)]
+
+
+def variant_params(variants: Sequence[Strategy]) -> list[dict[str, Any]]:
+    """Each variant's query-time values (``set_query_params`` arguments), checked: one strategy
+    class declaring ``query_time_params``, differing in nothing else."""
+    first = variants[0]
+    shared = shares_observation(first)
+    params = []
+    for strategy in variants:
+        if type(strategy) is not type(first) or not shared:
+            raise MemlabError("replay_variants needs variants of one strategy class declaring query_time_params")
+        own = strategy.get_params(deep=False)
+        base = first.get_params(deep=False)
+        if any(repr(own[k]) != repr(base[k]) for k in own if k not in shared):
+            raise MemlabError("replay_variants: variants may differ only in query_time_params "
+                              f"{sorted(shared)}")
+        params.append({k: own[k] for k in sorted(shared)})
+    return params
 
 
 def _check_budget(b: Any) -> int:

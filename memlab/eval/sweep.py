@@ -27,6 +27,8 @@ A sweep file (``memlab sweep FILE.toml``)::
     budgets = [256, 512, 1024]          # optional: token budgets (recall@512tok ...)
     n_jobs = 1
     output = "../runs/keep_rate"        # relative to this file; --output overrides
+    scheduler = "tcp://host:8786"       # optional: run on this Dask cluster ($MEMLAB_DASK_SCHEDULER)
+    embedding_store = "/shared/store"   # optional: its shared embedding store ($MEMLAB_EMBEDDING_STORE)
     [[plots]]                           # optional
     kind = "metric_vs_param"            # metric_vs_param | pareto | by_category | metric_at_k
     param = "keep_rate"
@@ -65,7 +67,7 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
           dataset: Dataset, *, ks: Sequence[int] = (1, 5, 10), k_max: int = 10, label: str | None = None,
           n_jobs: int = 1, progress: bool = False, budgets: Sequence[int] = (),
           configured: list[tuple[dict[str, Any], str, str, Strategy]] | None = None,
-          cells: CellStore | None = None) -> pd.DataFrame:
+          cells: CellStore | None = None, client: Any = None, store: str | None = None) -> pd.DataFrame:
     """Per-probe rows for every grid point; swept values also appear as plain columns.
 
     ``strategy`` is a Strategy (grid keys are ``set_params`` keys, nested ones included) or a
@@ -76,11 +78,27 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
 
     With ``cells`` (a ``CellStore``) each grid point's table is stored as soon as it is
     computed and a point already stored is read back instead of replayed (resumable sweeps).
+
+    With ``client`` (a ``dask.distributed.Client``) the points not already in ``cells`` run
+    on its cluster, their embeddings read from one shared store at ``store`` (a folder every
+    worker reaches; default ``memlab.embeddings.store.default_store_root()``) that a pre-pass
+    fills once per distinct text: ``memlab.eval.distributed``. ``n_jobs`` is then unused.
     """
     points = configured if configured is not None else configure(strategy, grid, label)
     dataset = _hashed_once(dataset)
     shared = _shared_groups(points) if n_jobs == 1 else {}
     done: dict[int, pd.DataFrame] = {}  # frames replayed with their group, by point index
+    if client is not None:
+        from .distributed import cluster_frames
+
+        def stored(n: int) -> bool:
+            point, name, point_label, built = points[n]
+            key = cells.key(built, point_label, name, point, dataset.hash, ks, k_max, budgets)
+            return not cells.fresh and cells.path(key).is_file()
+
+        todo = [n for n in range(len(points)) if cells is None or not stored(n)]
+        done.update(cluster_frames(points, todo, dataset, client, store, ks=ks, k_max=k_max, budgets=budgets,
+                                   groups=_shared_groups([points[n] for n in todo])))
 
     def finish(frame: pd.DataFrame, name: str, point: dict[str, Any]) -> pd.DataFrame:
         frame.insert(1, "base_strategy", name)
@@ -92,6 +110,8 @@ def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[An
     for n, (point, name, point_label, built) in enumerate(points):
         def compute(n: int = n, built: Strategy = built, name: str = name, point_label: str = point_label,
                     point: dict[str, Any] = point) -> pd.DataFrame:
+            if client is not None:  # computed on the cluster above
+                return finish(done.pop(n), name, point)
             group = shared.get(n)
             if group is None:
                 return finish(replay(built, dataset, ks=ks, k_max=k_max, label=point_label, n_jobs=n_jobs,
@@ -206,6 +226,15 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
         out_dir = Path(out) if Path(out).is_absolute() else base_dir / out
         check_output_dir(out_dir, where)
     cells = CellStore(out_dir / "cells", fresh=fresh) if out_dir is not None else None
+    # a Dask cluster: [run] scheduler, else $MEMLAB_DASK_SCHEDULER (memlab.eval.distributed)
+    from .distributed import connect, scheduler_address
+    from .sweep_config import _cluster_options
+
+    scheduler, store = _cluster_options(config.get("run", {}), where)
+    scheduler = scheduler_address(scheduler)
+    if store is not None and not Path(store).is_absolute():
+        store = str(base_dir / store)
+    client = connect(scheduler) if scheduler is not None else None
     frames = []
     try:
         for spec in specs:
@@ -213,7 +242,7 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
             try:
                 frames.append(sweep(spec, grid, dataset, ks=ks, k_max=k_max, label=label, n_jobs=jobs,
                                     progress=progress, budgets=budgets, configured=configured[label],
-                                    cells=cells))
+                                    cells=cells, client=client, store=store))
             except (ConfigError, TypeError) as exc:  # name the file and the strategy entry
                 raise ConfigError(f"{where}: strategy {label!r}: {exc}") from None
     except KeyboardInterrupt:
@@ -225,6 +254,9 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
         raise SweepInterrupted(f"interrupted: {kept} of {len(points)} cells finished and kept in {cells.folder}; "
                                f"the same command resumes with the {len(points) - kept} missing "
                                f"(--fresh recomputes all)") from None
+    finally:
+        if client is not None:
+            client.close()
     results = pd.concat(frames, ignore_index=True)
     by = ["strategy"]
     summary = summarize(results, by=by, ci=True)  # 95% cluster-bootstrap CIs, seeded

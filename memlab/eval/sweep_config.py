@@ -229,8 +229,26 @@ def _run_options(run: Any, where: str, n_jobs: int | None, output: str | Path | 
         raise ConfigError(f"{where}: n_jobs must be a non-zero integer (-1: every core), got {jobs!r}")
     out = output if output is not None else run.pop("output", None)
     run.pop("output", None)
+    _cluster_options(run, where)  # checked here, read by cluster_options
+    run.pop("scheduler", None)
+    run.pop("embedding_store", None)
     if run:
         raise ConfigError(f"{where}: unknown key(s) in [run]: {sorted(run)}"
-                          f"{_did_you_mean(run, {'ks', 'k_max', 'budgets', 'n_jobs', 'output'})}; "
-                          f"expected ks, k_max, budgets, n_jobs, output")
+                          f"{_did_you_mean(run, set(RUN_KEYS))}; expected {', '.join(RUN_KEYS)}")
     return ks, k_max, budgets, jobs, out
+
+
+RUN_KEYS = ("ks", "k_max", "budgets", "n_jobs", "output", "scheduler", "embedding_store")
+
+
+def _cluster_options(run: Any, where: str) -> tuple[str | None, str | None]:
+    """``(scheduler, embedding_store)`` of a [run] table, each a non-empty string or None:
+    a Dask scheduler address to run the sweep on (``memlab.eval.distributed``) and the
+    folder of its shared embedding store."""
+    out = []
+    for key, example in (("scheduler", "'tcp://host:8786'"), ("embedding_store", "'/shared/memlab/store'")):
+        value = run.get(key) if isinstance(run, Mapping) else None
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{where}: [run] {key} must be a non-empty string such as {example}, got {value!r}")
+        out.append(value)
+    return out[0], out[1]

@@ -1,12 +1,16 @@
-"""The ``memlab`` command: eval, sweep, compare, strategies.
+"""The ``memlab`` command: eval, sweep, compare, strategies, serve-llm.
 
     memlab eval DATASET [--format F] [--option key=value ...] [--strategy NAME] [--set key=value ...]
                 [--k 5] [--budget TOKENS ...] [--json] [--progress | --quiet]
+                [--probe-position end|after_evidence] [--categories A,B] [--n-jobs N]
+                [--output FILE] [--max-failures N] [--answer-llm LLM] [--judge-llm LLM]
+                [--allow-uncalibrated-judge] [--judge-prompt-set NAME] [--import FILE.py ...]
     memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--fresh] [--progress | --quiet]
     memlab compare RESULTS [RESULTS ...] --metric M [--a LABEL --b LABEL] [--json]
-                   [--show N [--dataset FILE]]
+                   [--n-resamples N] [--seed S] [--show N [--dataset FILE]]
     memlab strategies [--import FILE.py ...]
     memlab serve-llm [--model NAME | PATH.gguf] [--host 127.0.0.1] [--port 8077] [--api-key KEY]
+                     [--alias NAME] [--chat-format F] [--n-ctx N] [--n-threads N] [--n-gpu-layers N]
     memlab --version
 
 Bad input ends with one line on stderr and exit status 2; no traceback.

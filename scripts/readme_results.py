@@ -1,9 +1,10 @@
-"""Result tables of README.md, bench/README.md and BENCHMARKS.md, generated from recorded
-bench output (never typed by hand).
+"""Generated blocks of README.md, docs/*.md, bench/README.md and BENCHMARKS.md: result
+tables rendered from recorded bench output, and lists rendered from the code (never typed by
+hand).
 
     python scripts/readme_results.py record [SWEEP_OUTPUT]   # runs/compare_builtins -> bench/results/compare_builtins.json
     python scripts/readme_results.py render                  # rewrite the documents' marked blocks
-    python scripts/readme_results.py check                   # exit 1 if a document and the files disagree
+    python scripts/readme_results.py check                   # exit 1 if a document and its sources disagree
 
 The main job (``memlab sweep experiments/compare_builtins.toml``) writes its per-probe
 results and its ``provenance.json`` to ``runs/compare_builtins/``; ``record`` turns them into
@@ -14,13 +15,38 @@ recall with its dialogue-clustered CI, the other headline columns and its ``conf
 ranked strategies (``memlab.eval.headline``). ``bench/bench_locomo.py --output
 bench/results/locomo.json`` records LoCoMo runs, each with its own provenance.
 
-``DOCUMENTS`` hold blocks between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``;
-``render`` replaces each block's body with ``BLOCKS[NAME]`` rendered from the files (the
-``notebooks`` block: from the notebooks in ``notebooks/``), and
-tests/test_readme.py fails when a block differs from its rendering. ``NAME`` may carry an
-argument after a colon: ``compare_builtins_pair:layered,hybrid_plus`` states that pair's
-paired comparison. tests/test_bench_records.py re-runs the cheap records and compares them
-with ``differences``.
+``DOCUMENTS`` (README.md, every ``docs/*.md``, bench/README.md, BENCHMARKS.md) hold blocks
+between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``; ``render`` replaces each
+block's body with ``BLOCKS[NAME]`` rendered from its source, and tests/test_readme.py fails
+when a block differs from its rendering. ``NAME`` may carry an argument after a colon:
+``compare_builtins_pair:layered,hybrid_plus`` states that pair's paired comparison.
+tests/test_bench_records.py re-runs the cheap records and compares them with ``differences``.
+
+Two kinds of block:
+
+- results, from ``bench/results/*.json`` (``compare_builtins``, ``locomo``, ``layered_local``,
+  ``local_llm_judges`` ...);
+- lists from the code, so that a doc cannot name what the code does not have:
+  ``notebooks`` (``notebooks/*.ipynb`` and their titles), ``metrics`` (the metric registry,
+  each metric's one definition: its function's docstring or its ``doc=``), ``strategies``
+  (the strategy registry and each factory's docstring), ``cli_flags`` (every flag of the
+  ``memlab`` parser with its help), ``formats`` (the dataset loader registry), ``layout``
+  (memlab's modules and packages, each with its docstring's first sentence) and ``layers``
+  (the import layers tests/test_layering.py enforces).
+
+Adding a block (a new results table, say ``judge_calibration`` from
+``bench/results/judge_calibration.json``):
+
+1. write ``render_judge_calibration(arg: str) -> str`` below: it reads its record with
+   ``load("judge_calibration")``, returns the block's body (start and end it with a newline so
+   the markers sit on lines of their own), ends with the record's provenance
+   (``describe_provenance``), and formats every figure from the record;
+2. add it to ``BLOCKS`` under its name;
+3. put ``<!-- results:judge_calibration --><!-- /results:judge_calibration -->`` where it
+   belongs (results go in docs/results.md), run ``render``, and add the name to the
+   document's set in tests/test_readme.py ``DOCUMENTS`` so that the block cannot vanish.
+
+A new ``docs/*.md`` page is covered by ``render`` and ``check`` without being listed here.
 """
 
 from __future__ import annotations
@@ -36,8 +62,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 README = REPO / "README.md"
-#: Every document with generated blocks; ``render`` and ``check`` cover them all.
-DOCUMENTS = (README, REPO / "bench" / "README.md", REPO / "BENCHMARKS.md")
+DOCS = REPO / "docs"
+#: Every document with generated blocks; ``render`` and ``check`` cover them all (a new docs
+#: page included: the folder is read, not a list of its pages).
+DOCUMENTS = (README, *sorted(DOCS.glob("*.md")), REPO / "bench" / "README.md", REPO / "BENCHMARKS.md")
 BLOCK = re.compile(r"(<!-- results:(?P<name>[\w.:,\-]+) -->)(?P<body>.*?)(<!-- /results:(?P=name) -->)", re.S)
 #: Columns of the main job's README table, after rank, strategy and the headline metric's CI.
 TABLE_COLUMNS = ("tokens@256tok", "recall@5", "context_recall", "context_tokens")
@@ -408,7 +436,7 @@ def render_local_llm_judges(_: str = "") -> str:
 
 
 def render_notebooks(_: str = "") -> str:
-    """The README's notebook list: every ``notebooks/*.ipynb`` with the title of its first
+    """The notebook list (README.md): every ``notebooks/*.ipynb`` with the title of its first
     markdown cell, so a notebook added or renamed is listed (a test fails until rendered)."""
     lines = []
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):
@@ -420,6 +448,196 @@ def render_notebooks(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+# -- lists from the code ---------------------------------------------------------------------------
+# Each renders what the code registers or declares, so a doc that lists it is out of date (and
+# tests/test_readme.py fails) the moment the code changes. Only memlab's own entries are listed:
+# a test or an example may have registered one of its own in this process.
+
+def _ours(module: str | None) -> bool:
+    return bool(module) and (module == "memlab" or module.startswith("memlab."))
+
+
+def _cell(text: str) -> str:
+    """Text for one markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _first_paragraph(doc: str | None) -> str:
+    """A docstring's first paragraph, joined into one line."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
+def render_metrics(_: str = "") -> str:
+    """Every metric memlab registers (memlab.eval.metrics.registry), in table order: its column
+    name, view, range, its one definition (the docstring of its function, or its ``doc=``),
+    when a probe is unscored, and the module that defines it."""
+    from memlab.eval.metrics.registry import registered
+
+    lines = ["| metric | view | in [0, 1] | definition | unscored when | defined in |",
+             "|---|---|---|---|---|---|"]
+    for m in registered():
+        module = m.computed_by or getattr(m.fn, "__module__", None)
+        if not _ours(module):
+            continue
+        doc = m.doc or _defined_in_docstring(m.name, module) or f"written by the replay (`{m.computed_by}`)"
+        lines.append(f"| `{m.key}` | {m.view} | {'yes' if m.bounded else 'no'} | {_cell(doc)} | {_cell(m.unscored)} "
+                     f"| `{module}` |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def _defined_in_docstring(name: str, module: str) -> str:
+    """The paragraph or bullet of ``module``'s docstring that names ``name`` (a metric the
+    replay writes and registers without ``doc=``: its definition lives there), one line."""
+    import ast
+
+    path = REPO / (module.replace(".", "/") + ".py")
+    if not path.is_file():
+        return ""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    chunks = []
+    for paragraph in doc.split("\n\n"):
+        chunks += [c for c in re.split(r"\n(?=- )", paragraph)]
+    found = next((c for c in chunks if f"``{name}``" in c), "")
+    return " ".join(found.lstrip("- ").split())
+
+
+def render_strategies(_: str = "") -> str:
+    """Every strategy memlab registers by name, with its factory's docstring (first paragraph);
+    the peer adapters (``memlab.strategies.registry.ADAPTERS``) say which extra they need."""
+    from memlab.strategies import registry
+    from memlab.strategies.registry import ADAPTERS
+
+    lines = []
+    for name in registry.names():
+        factory = registry.factory(name)
+        if not _ours(getattr(factory, "__module__", None)):
+            continue
+        doc = _first_paragraph(factory.__doc__)
+        lines.append(f"- `{name}`" + (" (peer adapter)" if name in ADAPTERS else "") + (f": {doc}" if doc else ""))
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def cli_parsers() -> dict[str, Any]:
+    """``memlab``'s argparse parsers by command (``""``: the top level), from ``memlab.cli._parser``."""
+    import argparse
+
+    from memlab.cli import _parser
+
+    top = _parser()
+    subs = next(a.choices for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return {"": top, **dict(subs)}
+
+
+def cli_flags(parser: Any) -> list[str]:
+    """The option strings of one parser (``--help`` left out: argparse adds it to every parser)."""
+    return [f for a in parser._actions for f in a.option_strings if f not in ("-h", "--help")]
+
+
+def render_cli_flags(_: str = "") -> str:
+    """Every flag of every ``memlab`` command, with its value and help, from the parser."""
+    import argparse
+
+    out = []
+    for command, parser in cli_parsers().items():
+        out += ["", f"`memlab{' ' + command if command else ''}`", "", "| flag | value | what it does |", "|---|---|---|"]
+        for action in parser._actions:
+            flags = [f for f in action.option_strings if f not in ("-h", "--help")]
+            if not flags or isinstance(action, argparse._SubParsersAction):
+                continue
+            value = "" if action.nargs == 0 else (action.metavar or action.dest.upper())
+            if action.choices:
+                value = " \\| ".join(str(c) for c in action.choices)
+            help_text = (action.help or "").replace("%%", "%")
+            out.append(f"| `{' '.join(flags)}` | {f'`{value}`' if value else ''} | {_cell(help_text)} |")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_local_models(_: str = "") -> str:
+    """The GGUF models ``LocalLLM`` runs by name (memlab.llm.models.MODELS): size, chat format,
+    the packages that carry the parts and the extra that installs them, licence."""
+    from memlab.llm.models import DEFAULT_MODEL, MODELS, TEST_MODEL
+
+    lines = ["| name | file | size | chat format | kind | parts | extra | licence |", "|---|---|---:|---|---|---|---|---|"]
+    for m in MODELS.values():
+        role = {DEFAULT_MODEL: " (default)", TEST_MODEL: " (the fast tests')"}.get(m.name, "")
+        parts = f"{len(m.parts)} packages `{m.parts[0].package}` ... `{m.parts[-1].package}`"
+        lines.append(f"| `{m.name}`{role} | `{m.file_name}` | {m.size / 1e9:.2f} GB | {m.chat_format or 'embedded'} | "
+                     f"{'instruction-tuned' if m.instruct else 'base'} | {parts} | `memlab[{m.extra}]` | "
+                     f"{_cell(m.licence)} |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def render_strategy_methods(_: str = "") -> str:
+    """The ``memlab.strategy.Strategy`` interface: every public method the class defines, its
+    signature and its docstring's first paragraph; the abstract ones are marked required."""
+    import inspect
+
+    from memlab.strategy import Strategy
+
+    lines = ["| method | required | what it does |", "|---|---|---|"]
+    for name, member in vars(Strategy).items():
+        fn = member.fget if isinstance(member, property) else getattr(member, "__wrapped__", member)
+        if name.startswith("_") or not (inspect.isfunction(fn)):
+            continue
+        signature = "" if isinstance(member, property) else str(inspect.signature(fn)).replace("self, ", "").replace("(self)", "()")
+        required = "yes" if getattr(member, "__isabstractmethod__", False) else ""
+        signature = _cell(signature.replace("'", ""))  # annotations are strings here (postponed evaluation)
+        lines.append(f"| `{name}{signature}` | {required} | {_cell(_first_paragraph(fn.__doc__))} |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def render_formats(_: str = "") -> str:
+    """Every dataset format memlab registers (memlab.eval.loaders.registry): whether ``memlab
+    eval`` streams it, the options ``--option KEY=VALUE`` reaches, and its loader's docstring."""
+    from memlab.eval.loaders.registry import get_loader, loader_names
+
+    lines = ["| `--format` | streams | `--option` keys | what it reads |", "|---|---|---|---|"]
+    for name in loader_names():
+        loader = get_loader(name)
+        if not _ours(getattr(loader.load, "__module__", None)):
+            continue
+        options = ", ".join(f"`{o}`" for o in loader.options) or "none"
+        lines.append(f"| `{name}` | {'yes' if loader.streams else 'no'} | {options} | {_cell(loader.doc)} |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def _docstring(path: Path) -> str:
+    import ast
+
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    except SyntaxError:
+        return ""
+    first = _first_paragraph(doc)
+    end = first.find(". ")  # the first sentence: the layout is a map, the module says the rest
+    return first if end < 0 else first[:end + 1]
+
+
+def render_layout(_: str = "") -> str:
+    """memlab's modules and packages (top level), each with its docstring's first sentence."""
+    package = REPO / "memlab"
+    lines = []
+    for path in sorted(package.iterdir()):
+        if path.name.startswith("_") and path.name != "__main__.py":
+            continue
+        if path.is_dir() and (path / "__init__.py").is_file():
+            lines.append(f"- `memlab/{path.name}/`: {_docstring(path / '__init__.py')}")
+        elif path.suffix == ".py":
+            lines.append(f"- `memlab/{path.name}`: {_docstring(path)}")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def render_layers(_: str = "") -> str:
+    """The import layers, bottom to top, as tests/test_layering.py's ``LAYERS`` declares them."""
+    import ast
+
+    tree = ast.parse((REPO / "tests" / "test_layering.py").read_text(encoding="utf-8"))
+    layers = next(ast.literal_eval(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "LAYERS"
+                  or isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "LAYERS" for t in node.targets))
+    return "\n" + "\n".join(f"{n}. " + ", ".join(f"`{m}`" for m in layer) for n, layer in enumerate(layers, 1)) + "\n"
+
+
 BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
@@ -427,13 +645,15 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "scale_cycled_sessions": render_scale_cycled_sessions,
     "layered_local": render_layered_local,
     "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges,
-    "notebooks": render_notebooks}
+    "notebooks": render_notebooks, "metrics": render_metrics, "strategies": render_strategies,
+    "cli_flags": render_cli_flags, "formats": render_formats, "local_models": render_local_models,
+    "strategy_methods": render_strategy_methods, "layout": render_layout, "layers": render_layers}
 
 
 def render_block(name: str) -> str:
     kind, _, arg = name.partition(":")
     if kind not in BLOCKS:
-        raise SystemExit(f"README block {name!r}: unknown; known: {', '.join(BLOCKS)}")
+        raise SystemExit(f"block {name!r}: unknown; known: {', '.join(BLOCKS)}")
     return BLOCKS[kind](arg)
 
 
@@ -452,7 +672,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="record the main job's output folder")
     rec.add_argument("folder", nargs="?", default=str(REPO / "runs" / "compare_builtins"))
-    sub.add_parser("render", help="rewrite the marked blocks of README.md, bench/README.md and BENCHMARKS.md")
+    sub.add_parser("render", help="rewrite the marked blocks of README.md, docs/*.md, bench/README.md and "
+                                  "BENCHMARKS.md")
     sub.add_parser("check", help="exit 1 when a document and the results files disagree")
     args = parser.parse_args(argv)
     if args.command == "record":
@@ -474,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
             atomic_write_text(doc, new)
         print(f"{name}: {len(blocks(new))} blocks rendered{'' if new != text else ', unchanged'}")
     if stale:
-        print(f"{', '.join(stale)} differ from their rendering: python scripts/readme_results.py render")
+        print(f"{', '.join(stale)}: differ from their rendering: python scripts/readme_results.py render")
         return 1
     return 0
 

@@ -1,4 +1,6 @@
-"""The README's examples run as written (Python blocks in order; memlab command lines)."""
+"""The README's and the docs pages' examples run as written (the README's Python block; the
+memlab command lines of every page), every flag they name exists, and their generated blocks
+match their sources (scripts/readme_results.py). tests/test_docs.py runs the pages' Python."""
 
 import os
 import re
@@ -12,10 +14,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+#: The README and every docs page: what a reader is told, all held to the code below.
+PAGES = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
+         for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]}
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, flags=re.S)
 PYTHON = [code for lang, code in BLOCKS if lang == "python"]
-COMMANDS = [line.strip() for lang, code in BLOCKS if lang == "bash"
-            for line in code.splitlines() if line.strip().startswith(".venv/bin/memlab ")]
+#: The memlab command lines of every page's bash blocks (text and sh blocks are shown, not
+#: run: LoCoMo and LongMemEval runs, the local model); ordered, unique.
+COMMANDS = list(dict.fromkeys(line.strip() for text in PAGES.values()
+                              for lang, code in re.findall(r"```(\w+)\n(.*?)```", text, flags=re.S) if lang == "bash"
+                              for line in code.splitlines() if line.strip().startswith(".venv/bin/memlab ")))
 
 
 def test_readme_has_the_two_commands():
@@ -26,14 +34,37 @@ def test_readme_has_the_two_commands():
     assert "bash scripts/setup.sh" in ci and "bash scripts/test.sh" in ci
 
 
-def test_python_examples_run_in_order(monkeypatch):
+def test_the_python_example_runs(monkeypatch, capsys):
     monkeypatch.chdir(REPO)
-    namespace: dict = {}
-    for code in PYTHON:
-        exec(compile(code, "README.md", "exec"), namespace)
-    assert [round(r.score, 2) for r in namespace["block"].retrieve()] == [1.0, 0.9, 1.0]
-    assert namespace["n_tokens"] > 0
-    assert namespace["s2"].get_params()["retriever__retrievers__0__k1"] == 1.2
+    assert len(PYTHON) == 1 and len(PYTHON[0].strip().splitlines()) <= 8   # the first screen's example
+    exec(compile(PYTHON[0], "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert all(name in printed for name in ("window", "bm25", "hybrid")) and "recall@5" in printed
+
+
+def test_the_first_screen_is_short_and_links_the_docs():
+    lines = README.splitlines()
+    assert len(lines) <= 250
+    first = "\n".join(lines[:45])          # what one screen shows
+    assert "bash scripts/setup.sh && .venv/bin/memlab" in first and "bash scripts/test.sh" in first
+    assert "```python" in first and ".venv/bin/memlab eval" in first
+    linked = set(re.findall(r"\]\((docs/[\w-]+\.md)\)", first))
+    assert linked == {p for p in PAGES if p.startswith("docs/")}, "the first screen links every docs page"
+
+
+def test_every_link_between_pages_resolves():
+    for page, text in PAGES.items():
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if "://" in target:
+                continue
+            assert ((REPO / page).parent / target).exists(), f"{page}: link to {target} resolves to nothing"
+
+
+def test_no_page_sends_the_reader_outside_the_checkout_but_to_the_data():
+    # ../shared holds the data sets memlab reads; its other folders are not for readers
+    for page, text in PAGES.items():
+        for m in re.finditer(r"\.\./shared/(\w+)", text):
+            assert m.group(1) == "datasets", f"{page}: points the reader to ../shared/{m.group(1)}"
 
 
 @pytest.fixture(scope="module")
@@ -90,23 +121,42 @@ def _readme_results():
     return module
 
 
-def test_readme_has_the_generated_result_blocks():
-    names = [name for name, _ in _readme_results().blocks(README)]
-    assert {"compare_builtins", "pvalue_floor", "locomo", "locomo_peers", "notebooks"} <= {n.split(":")[0] for n in names}
-
-
-#: Every document with generated blocks, and the blocks each must hold.
-DOCUMENTS = {"README.md": {"compare_builtins", "locomo", "locomo_peers", "layered_local"},
+#: Every document with generated blocks, and the blocks each must hold (a block cannot vanish).
+DOCUMENTS = {"README.md": {"strategies", "notebooks"},
+             "docs/results.md": {"compare_builtins", "compare_builtins_pair", "locomo"},
+             "docs/cli.md": {"pvalue_floor", "cli_flags"},
+             "docs/metrics.md": {"metrics"},
+             "docs/datasets.md": {"formats"},
+             "docs/local-model.md": {"local_models", "layered_local", "local_llm_judges", "local_llm_costs"},
+             "docs/evaluating-another-system.md": {"locomo_peers", "strategy_methods"},
+             "docs/architecture.md": {"strategies", "layout", "layers"},
              "bench/README.md": {"locomo_categories"},
              "BENCHMARKS.md": {"layered_local", "local_llm_judges", "local_llm_costs", "scale_cycled_sessions"}}
 
 
+def _marked_files() -> set[str]:
+    """Every markdown file of the checkout that holds a generated-block marker."""
+    skip = {".git", ".venv", "node_modules", "runs"}
+    return {p.relative_to(REPO).as_posix() for p in REPO.rglob("*.md")
+            if not skip & set(p.relative_to(REPO).parts) and "<!-- results:" in p.read_text(encoding="utf-8")}
+
+
 def test_every_document_with_result_blocks_is_rendered_and_checked():
     rr = _readme_results()
-    assert sorted(p.relative_to(REPO).as_posix() for p in rr.DOCUMENTS) == sorted(DOCUMENTS)
+    covered = {p.relative_to(REPO).as_posix() for p in rr.DOCUMENTS}
+    # a block in a file render/check do not read would never be refreshed nor checked
+    assert _marked_files() <= covered, _marked_files() - covered
+    assert set(DOCUMENTS) == _marked_files()
     for doc, expected in DOCUMENTS.items():
         names = {n.split(":")[0] for n, _ in rr.blocks((REPO / doc).read_text(encoding="utf-8"))}
         assert expected <= names, (doc, expected - names)
+
+
+def test_every_block_name_has_a_renderer():
+    rr = _readme_results()
+    used = {n.split(":")[0] for doc in DOCUMENTS for n, _ in rr.blocks((REPO / doc).read_text(encoding="utf-8"))}
+    assert used <= set(rr.BLOCKS), used - set(rr.BLOCKS)
+    assert set(rr.BLOCKS) <= used, f"renderers no document uses: {set(rr.BLOCKS) - used}"
 
 
 @pytest.mark.parametrize("doc,name", [(doc, name) for doc in DOCUMENTS
@@ -124,12 +174,17 @@ TYPED_FIGURE = re.compile(r"(?<![\w.\-/])\d[\d,]*(\.\d+(?!\.\d)|\s?(?:s|ms|us|mi
                           r"tokens/s|answers/s)(?![\w/]))")
 
 
-@pytest.mark.parametrize("doc", ["bench/README.md", "BENCHMARKS.md"])
+@pytest.mark.parametrize("doc", ["bench/README.md", "BENCHMARKS.md", "README.md", "docs/results.md",
+                                 "docs/local-model.md"])
 def test_no_figure_outside_the_generated_blocks(doc):
-    # these two files were long hand-typed logs (git log -p): what no record backs stays out
+    # bench/README.md and BENCHMARKS.md were long hand-typed logs (git log -p), and the README and
+    # the results pages are where a typed figure would be read as measured: what no record backs
+    # stays out (a setting is written as code: `F1 >= 0.5`)
     rr = _readme_results()
     text = (REPO / doc).read_text(encoding="utf-8")
     text = rr.BLOCK.sub("", text)                       # rendered from records: checked above
+    # bench/bench_longmemeval.py --readme's output: checked by tests/test_readme_longmemeval.py
+    text = re.sub(r"<!-- longmemeval:begin -->.*?<!-- longmemeval:end -->", "", text, flags=re.S)
     text = re.sub(r"```.*?```", "", text, flags=re.S)  # commands
     text = re.sub(r"`[^`]*`", "", text)                # code, options, file names
     found = [m.group(0) for m in TYPED_FIGURE.finditer(text)]
@@ -138,7 +193,7 @@ def test_no_figure_outside_the_generated_blocks(doc):
 
 def test_a_changed_number_fails_the_check():
     rr = _readme_results()
-    text = rr.render(README)
+    text = rr.render(PAGES["docs/results.md"])
     assert rr.render(text) == text
     body = dict(rr.blocks(text))["compare_builtins"]
     figure = re.search(r"\d\.\d{3}", body)
@@ -183,24 +238,24 @@ def test_the_notebook_list_is_generated_from_the_folder():
     assert len(listed) >= 10
 
 
-# -- every flag the README names exists ---------------------------------------------------------
+# -- every flag the README and the docs name exists ---------------------------------------------
 
-#: The README without its fenced code blocks: the prose, whose `inline code` is read below.
-PROSE = re.sub(r"```.*?```", "", README, flags=re.S)
-#: Inline code spans (one may run over a line break).
-SPANS = [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", PROSE)]
+#: Inline code spans of every page's prose, fenced blocks cut (one span may run over a line break).
+SPANS = [" ".join(span.split()) for text in PAGES.values()
+         for span in re.findall(r"`([^`]+)`", re.sub(r"```.*?```", "", text, flags=re.S))]
 MEMLAB = re.compile(r"^(?:\.venv/bin/)?memlab(?:\s+(?P<rest>.*))?$")
 SCRIPT = re.compile(r"^(?:\.venv/bin/)?python\s+(?P<script>\S+\.py)(?:\s+(?P<rest>.*))?$")
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
 
 def _command_lines() -> list[str]:
-    """The README's command lines: each line of a code block (each part of an ``a && b``, its
-    comment cut), then each inline code span."""
+    """The command lines of the README and every docs page: each line of a code block (each part
+    of an ``a && b``, its comment cut), then each inline code span."""
     lines = []
-    for code in re.findall(r"```\w*\n(.*?)```", README, flags=re.S):
-        for line in code.splitlines():
-            lines += [part.split(" # ")[0].strip() for part in line.split("&&")]
+    for text in PAGES.values():
+        for code in re.findall(r"```\w*\n(.*?)```", text, flags=re.S):
+            for line in code.splitlines():
+                lines += [part.split(" # ")[0].strip() for part in line.split("&&")]
     return lines + SPANS
 
 
@@ -220,7 +275,7 @@ def _flags(parser) -> set[str]:
 
 
 def memlab_flag_errors(lines: list[str]) -> list[str]:
-    """What the README says of the ``memlab`` command that the CLI does not have: unknown
+    """What the pages say of the ``memlab`` command that the CLI does not have: unknown
     subcommands, flags a subcommand does not take, and flags named alone (`--x`) that neither
     ``memlab`` nor a script in bench/ or scripts/ defines."""
     top, subs = _parsers()
@@ -253,7 +308,7 @@ def memlab_flag_errors(lines: list[str]) -> list[str]:
     return errors
 
 
-def test_every_memlab_flag_the_readme_names_exists():
+def test_every_memlab_flag_the_readme_and_the_docs_name_exists():
     assert memlab_flag_errors(_command_lines()) == []
 
 

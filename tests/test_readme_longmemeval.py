@@ -1,4 +1,4 @@
-"""The README's LongMemEval tables say what bench/results/longmemeval.json holds.
+"""The LongMemEval tables of docs/results.md say what bench/results/longmemeval.json holds.
 
 Each table follows a marker ``<!-- longmemeval:<section> -->``; a row ``| `label` | ... |``
 is the strategy ``label`` of that section of the results file; a column named after a
@@ -19,7 +19,7 @@ RESULTS = ROOT / "bench" / "results" / "longmemeval.json"
 
 
 def tables() -> dict[str, list[list[str]]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     out: dict[str, list[list[str]]] = {}
     for m in re.finditer(r"<!-- longmemeval:(\w+) -->\n((?:\|.*\|\n)+)", text):
         rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in m.group(2).splitlines()]
@@ -69,7 +69,7 @@ def test_the_target_sentences_are_computed_from_the_results_file():
     spec.loader.exec_module(bench)
     lines = bench.targets(json.loads(RESULTS.read_text()))
     assert len([x for x in lines if x]) == len(bench.TARGETS)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     for line in lines:
         assert line in readme, line
 
@@ -96,3 +96,19 @@ def test_the_record_says_which_run_made_it():
     assert {"../shared/datasets/longmemeval/longmemeval_oracle.dev.json",
             "../shared/datasets/longmemeval/longmemeval_s_cleaned.dev.json.gz"} <= set(prov["data"])
     assert all("config_hash" in f for key in ("oracle", "s") for f in results[key].values())
+
+
+def test_the_whole_region_is_the_benchs_rendering():
+    """Everything between ``<!-- longmemeval:begin -->`` and ``<!-- longmemeval:end -->`` is
+    ``bench/bench_longmemeval.py --readme``'s output for the record, the sentences under the
+    tables included: a figure typed there by hand fails here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_longmemeval", ROOT / "bench" / "bench_longmemeval.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    region = re.search(r"<!-- longmemeval:begin -->\n(.*?)<!-- longmemeval:end -->", text, flags=re.S)
+    assert region, "docs/results.md has no LongMemEval region"
+    assert region.group(1) == bench.readme_markdown(json.loads(RESULTS.read_text())), \
+        "docs/results.md's LongMemEval region differs from python bench/bench_longmemeval.py --readme"

@@ -327,11 +327,11 @@ def test_compare_show_refuses_bad_input(files, tmp_path, capsys):
     assert "pass the dataset the results were run on" in capsys.readouterr().err
 
 
-# -- the README block ------------------------------------------------------------------------------
+# -- the docs block (docs/cli.md) -----------------------------------------------------------------
 
 def test_readme_show_block_matches_a_rerun(tmp_path, monkeypatch, capsys):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Reading the probes behind a difference", 1)[1]
+    readme = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = readme.split("## Reading the probes behind a difference", 1)[1]
     commands, shown = re.search(r"```bash\n(.*?)```\s*```text\n(.*?)```", section, flags=re.S).groups()
     monkeypatch.chdir(tmp_path)
     (tmp_path / "datasets").symlink_to(REPO / "datasets")

@@ -223,10 +223,10 @@ def test_the_readme_command_runs_as_written_on_a_slice(tmp_path, s_q):
 
     from memlab.cli import main
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text(encoding="utf-8")
     line = re.search(r"^\.venv/bin/memlab eval \.\./shared/datasets/longmemeval/longmemeval_s_cleaned\.dev\.json\.gz .*$",
                      readme, flags=re.M)
-    assert line, "the README shows the LongMemEval command"
+    assert line, "docs/results.md shows the LongMemEval command"
     args = shlex.split(line.group(0))[1:]
     args[1] = str(write(tmp_path, "longmemeval_s_slice.json.gz", s_q))   # the same file format, 4 questions
     import contextlib

@@ -81,6 +81,9 @@ class WindowStrategy(Strategy):
     #: asking changes no state. A sweep over them observes each dialogue once
     #: (``memlab.eval.sweep``), switching them with ``set_query_params``.
     query_time_params = frozenset({"keep_rate", "token_limit"})
+    #: ...so a sweep over them searches once per probe (``replay_dialogue`` shares the ranked
+    #: list; tests/eval/test_sweep_context_only.py holds the tables equal to separate replays)
+    context_only_params = frozenset({"keep_rate", "token_limit"})
 
     def set_query_params(self, **params: float | int) -> None:
         """Set query-time parameters (``query_time_params``) keeping what was observed."""

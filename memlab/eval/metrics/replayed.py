@@ -24,7 +24,10 @@ register_metric("locomo_f1", view="answer", computed_by="memlab.eval.locomo_scor
                 doc="LoCoMo's official QA score (task_eval/evaluation.py); category 5 (adversarial): 1 when the "
                     "answer contains 'not mentioned' or 'no information available', else 0")
 register_metric("judge_correct", view="answer", computed_by="memlab.eval.answers",
-                unscored="needs --judge-llm and a probe with a gold answer")
+                unscored="needs --judge-llm and a probe with a gold answer",
+                doc="1 when the LLM judge labels the answer CORRECT against the gold answer, 0 when WRONG "
+                    "(the judge's prompt set and model are recorded beside it; memlab eval calibrates the "
+                    "judge first and refuses one that fails the gate)")
 
 #: Stale-fact columns the replay adds (``memlab.eval.lifecycle``; NaN for probes naming no stale turn).
 LIFECYCLE_METRICS = tuple(m.name for m in registered(view="lifecycle"))

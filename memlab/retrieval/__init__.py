@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "ContextualRetriever": "contextual", "format_date": "contextual",
     "TimeBoostRetriever": "temporal", "time_ranges": "temporal",
     "SessionFusionRetriever": "session_fusion", "NeighbourWindowRetriever": "session_fusion",
+    "SessionDiversityRetriever": "session_fusion",
     "KeyphraseRetriever": "keyphrases",
     "Selector": "selection", "mmr": "selection", "MMRSelector": "selection",
     "ScoreThreshold": "selection", "merge_near_duplicates": "selection",

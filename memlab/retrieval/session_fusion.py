@@ -274,3 +274,56 @@ class NeighbourWindowRetriever(WrapperRetriever):
         ranked = sorted(best.items(), key=lambda p: (-p[1][0], p[1][1]))[:k]
         return self._hits([(i, v[0]) for i, v in ranked], [v[2] for _, v in ranked],
                           [{"from_neighbour": v[3]} for _, v in ranked])
+
+
+class SessionDiversityRetriever(WrapperRetriever):
+    """Spreads the first places over sessions: each further turn of a session already ranked
+    counts a little less.
+
+    For questions whose evidence lies in several sessions (LongMemEval's multi-session
+    questions, scored by ``lme_recall_all@k`` over the first k distinct sessions). Of the
+    wrapped retriever's ``candidates`` hits in rank order, with j(t) the number of turns of
+    t's session ranked above t and s(t) its score,
+
+        score(t) = s(t) * (1 - penalty) ** j(t)
+
+    and the hits are re-ranked by it (ties: the wrapped rank). ``penalty`` 0 keeps the
+    ranking; 1 puts every session's best turn first. A negative score is left as it is
+    (only the order among a session's turns is kept then). ``hit.components["diversity"]``
+    holds j. Cost per query: O(candidates).
+    """
+
+    name = "diversity"
+
+    constraints = {"retriever": Param(Retriever), "penalty": Param(float, ge=0, le=1),
+                   "candidates": Param(int, ge=1)}
+
+    def __init__(self, retriever: Retriever, penalty: float = 0.3, candidates: int = 100):
+        super().__init__()
+        self.retriever = retriever
+        self.penalty = penalty
+        self.candidates = candidates
+        self._on_params_changed()
+
+    def _on_params_changed(self) -> None:
+        self._sync([self.retriever])
+
+    def search(self, query: str, k: int = 5, *, where: Where | None = None,
+               now: float | None = None) -> list[Hit]:
+        k = self._check_search(k, where)
+        if k == 0 or not self._records:
+            return []
+        inner = self.retriever.search(query, max(k, self.candidates), where=where, now=now)
+        seen: dict[str, int] = {}
+        scored = []
+        keep = 1.0 - float(self.penalty)
+        for rank, h in enumerate(inner):
+            key = _Sessions.key(self._records[h.id])
+            j = seen.get(key, 0)
+            seen[key] = j + 1
+            score = h.score * keep ** j if h.score > 0 else h.score
+            scored.append((score, rank, h, j))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        scored = scored[:k]
+        return self._hits([(h.id, s) for s, _, h, _ in scored], [h.components for _, _, h, _ in scored],
+                          [{"same_session_above": float(j)} for *_, j in scored])

@@ -1,6 +1,6 @@
 """``recall_plus``: contextual retrieval with the parts chosen to generalise across benchmarks.
 
-The retriever is assembled from composable parts, inside out (each part off at weight 0,
+The retriever is assembled from composable parts, inside out (1 innermost, 4 outermost) (each part off at weight 0,
 which is how the ablation removes it):
 
 1. keys: ``bm25_plus``'s contextual BM25 (a turn indexed with its neighbours and date),
@@ -12,7 +12,10 @@ which is how the ablation removes it):
    (``SessionFusionRetriever``, ``session_weight``, ``session_pull``);
 4. time-aware query expansion: the dates and relative times a question names, resolved
    against the time it is asked, lift the turns dated inside them (``TimeBoostRetriever``,
-   ``time_weight``, ``time_slack_days``).
+   ``time_weight``, ``time_slack_days``);
+5. session diversity: each further turn of a session already ranked counts
+   ``(1 - diversity)`` times less (``SessionDiversityRetriever``), so the first places
+   spread over sessions (evidence in several sessions).
 
 The defaults were chosen by ``bench/tune_generalise.py`` on development data only (LoCoMo
 leave-conversations-out, LongMemEval S dev) as the best average over the benchmarks; see
@@ -37,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "window_decay": 0.0,
     "window_radius": 1,
     "keyphrase_weight": 0,
+    "diversity": 0.0,
 }
 
 
@@ -48,12 +52,13 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
                           window_decay: float = DEFAULTS["window_decay"],
                           window_radius: int = DEFAULTS["window_radius"],
                           keyphrase_weight: int = DEFAULTS["keyphrase_weight"],
-                          candidates: int = 100, before: int = 2, after: int = 1, own_weight: int = 2,
+                          diversity: float = DEFAULTS["diversity"], candidates: int = 100, before: int = 2,
+                          after: int = 1, own_weight: int = 2,
                           date: bool = True, chinese: str = "char+bigram"):
     """The retriever of ``recall_plus`` (see the module docstring)."""
     from ..retrieval import BM25Retriever, ContextualRetriever, HybridRetriever, VectorRetriever, WeightedSum
     from ..retrieval.keyphrases import KeyphraseRetriever
-    from ..retrieval.session_fusion import NeighbourWindowRetriever, SessionFusionRetriever
+    from ..retrieval.session_fusion import NeighbourWindowRetriever, SessionDiversityRetriever, SessionFusionRetriever
     from ..retrieval.temporal import TimeBoostRetriever
 
     if keyphrase_weight:
@@ -74,6 +79,8 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
                                              candidates=candidates)
     if session_weight > 0:
         retriever = SessionFusionRetriever(retriever, weight=session_weight, pull=session_pull, candidates=candidates)
+    if diversity > 0:
+        retriever = SessionDiversityRetriever(retriever, penalty=diversity, candidates=candidates)
     if time_weight > 0:
         retriever = TimeBoostRetriever(retriever, weight=time_weight, slack_days=time_slack_days,
                                        candidates=candidates)
@@ -85,7 +92,8 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
                 session_weight: float = DEFAULTS["session_weight"], session_pull: int = DEFAULTS["session_pull"],
                 time_weight: float = DEFAULTS["time_weight"], time_slack_days: float = DEFAULTS["time_slack_days"],
                 window_decay: float = DEFAULTS["window_decay"], window_radius: int = DEFAULTS["window_radius"],
-                keyphrase_weight: int = DEFAULTS["keyphrase_weight"], candidates: int = 100,
+                keyphrase_weight: int = DEFAULTS["keyphrase_weight"], diversity: float = DEFAULTS["diversity"],
+                candidates: int = 100,
                 before: int = 2, after: int = 1, own_weight: int = 2, date: bool = True,
                 chinese: str = "char+bigram") -> RetrievalStrategy:
     """The default chosen to generalise: contextual BM25 (dense retrievers fused in when
@@ -95,15 +103,16 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
     Scores, outermost first: ``TimeBoostRetriever`` (s + time_weight * s_max when the turn's
     date is in a range the question names, widened by ``time_slack_days``),
     ``SessionFusionRetriever`` ((1 - session_weight) * minmax(turn) + session_weight *
-    minmax(session BM25); ``session_pull`` sessions' turns join the candidates),
-    ``NeighbourWindowRetriever`` (max(s, window_decay ** d * s(neighbour)), d <=
+    minmax(session BM25); ``session_pull`` sessions' turns join the candidates) -- between
+    the two, when ``diversity`` > 0, ``SessionDiversityRetriever`` (s * (1 - diversity) **
+    (turns of the same session ranked above)) --, ``NeighbourWindowRetriever`` (max(s, window_decay ** d * s(neighbour)), d <=
     ``window_radius``), and the keys (``bm25_plus``'s contextual BM25, keyphrases added
     ``keyphrase_weight`` times). A part at weight 0 is left out. No model unless
     ``embedders`` names one; no LLM (an LLM reranker is not part of it).
     """
     return RetrievalStrategy(retriever=recall_plus_retriever(
         embedders, weights, session_weight, session_pull, time_weight, time_slack_days, window_decay, window_radius,
-        keyphrase_weight, candidates, before, after, own_weight, date, chinese), candidates=candidates)
+        keyphrase_weight, diversity, candidates, before, after, own_weight, date, chinese), candidates=candidates)
 
 
 __all__ = ["DEFAULTS", "recall_plus", "recall_plus_retriever"]

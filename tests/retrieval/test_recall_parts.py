@@ -165,3 +165,22 @@ def test_recall_plus_is_registered_and_each_part_turns_off_at_zero():
     full = strategies.get("recall_plus", window_decay=0.5, keyphrase_weight=1)
     names = [type(c).__name__ for c in full.retriever.components()]
     assert {"SessionFusionRetriever", "NeighbourWindowRetriever", "KeyphraseRetriever"} <= set(names)
+
+
+def test_session_diversity_formula():
+    from memlab.retrieval import SessionDiversityRetriever
+
+    ref = BM25Retriever()
+    ref.add(records())
+    raw = ref.search("pasta sauce tomato", 10)
+    div = SessionDiversityRetriever(BM25Retriever(), penalty=0.5)
+    div.add(records())
+    hits = {h.id: h for h in div.search("pasta sauce tomato", 10)}
+    seen: dict[str, int] = {}
+    for h in raw:
+        s = h.memory_record.metadata["session_id"]
+        j = seen.get(s, 0)
+        seen[s] = j + 1
+        assert hits[h.id].score == pytest.approx(h.score * 0.5 ** j)
+        assert hits[h.id].components["diversity"]["same_session_above"] == j
+    assert "hits_obey_the_contract" in check_retriever(SessionDiversityRetriever(BM25Retriever()))

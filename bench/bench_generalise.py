@@ -30,7 +30,8 @@ cold takes about 50 minutes on two cores).
 
 The ablation rows are ``recall_plus`` with one part changed: "- part" sets a part the
 default uses to weight 0; "+ part" turns on, at the setting the tuning tried, a part the
-default leaves off. Each row is measured at equal tokens (``recall@512tok``,
+default leaves off. On LoCoMo-format data the same rows are measured over e5-fused keys
+(``recall_plus[e5]``), with one more: MiniLM fused beside e5 (dual embedders). Each row is measured at equal tokens (``recall@512tok``,
 ``recall@1024tok``) besides at 5 units; the difference of its ``ms/q`` to the default's is
 the part's cost per question.
 
@@ -75,12 +76,14 @@ LME_RUNS = [
 #: What each part is when it is on (the ablation's "+ part" rows use these settings).
 PARTS = {
     "session fusion": {"session_weight": 0.5},
+    "session diversity": {"diversity": 0.5},
     "time boost": {"time_weight": 0.3},
     "neighbour window": {"window_decay": 0.5},
     "keyphrase keys": {"keyphrase_weight": 1},
 }
 #: The parameter that turns each part off.
-OFF = {"session fusion": {"session_weight": 0.0}, "time boost": {"time_weight": 0.0},
+OFF = {"session fusion": {"session_weight": 0.0}, "session diversity": {"diversity": 0.0},
+       "time boost": {"time_weight": 0.0},
        "neighbour window": {"window_decay": 0.0}, "keyphrase keys": {"keyphrase_weight": 0}}
 LOCOMO_PROTOCOL = {"ks": [5, 10], "k_max": 10, "budgets": [512]}
 LME_KS, LME_BUDGETS = (1, 3, 5, 10, 30, 50), (512, 1024, 2048)
@@ -93,7 +96,8 @@ def ablation_runs(base: dict[str, Any] | None = None) -> list[tuple[str, str, di
     from memlab.strategies.recall_plus import DEFAULTS
 
     base = dict(base or {})
-    on = {"session fusion": DEFAULTS["session_weight"] > 0, "time boost": DEFAULTS["time_weight"] > 0,
+    on = {"session fusion": DEFAULTS["session_weight"] > 0, "session diversity": DEFAULTS["diversity"] > 0,
+          "time boost": DEFAULTS["time_weight"] > 0,
           "neighbour window": DEFAULTS["window_decay"] > 0, "keyphrase keys": DEFAULTS["keyphrase_weight"] > 0}
     rows = [("recall_plus", "recall_plus", base, bool(base.get("embedders")))]
     for part, used in on.items():
@@ -101,6 +105,26 @@ def ablation_runs(base: dict[str, Any] | None = None) -> list[tuple[str, str, di
         rows.append((f"recall_plus {'-' if used else '+'} {part}", "recall_plus", base | change,
                      bool(base.get("embedders"))))
     return rows
+
+
+def ablation_rows(base: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], bool]]:
+    """``ablation_runs(base)`` labelled as recorded: "recall_plus[e5] ..." for a dense base."""
+    if not base.get("embedders"):
+        return ablation_runs(base)
+    rows = [(label.replace("recall_plus", "recall_plus[e5]", 1), name, params, dense)
+            for label, name, params, dense in ablation_runs(base)]
+    # dual embedders: MiniLM fused beside e5 (hybrid_plus[e5,minilm]'s weights in bench_locomo.py)
+    return rows + [("recall_plus[e5] + minilm (dual embedders)", "recall_plus",
+                    base | {"embedders": ["e5", "minilm"], "weights": [1.0, 0.5, 0.3]}, True)]
+
+
+def build(label: str):
+    """The strategy recorded under ``label`` (any table or ablation row), as HEAD configures it."""
+    rows = LOCOMO_RUNS + LME_RUNS + ablation_rows({}) + ablation_rows({"embedders": ["e5"]})
+    for run_label, name, params, _ in rows:
+        if run_label == label:
+            return strategies.get(name, **params)
+    raise KeyError(f"bench_generalise: no row labelled {label!r}")
 
 
 def _num(v: Any) -> Any:
@@ -195,8 +219,7 @@ def locomo_format_section(data_path: str, fmt: str | None, lexical_only: bool, a
     if ablation:
         abl: dict[str, Any] = {}
         for base in ([{}] if lexical_only else [{}, {"embedders": ["e5"]}]):
-            for label, name, params, _ in ablation_runs(base):
-                label = label.replace("recall_plus", "recall_plus[e5]") if base else label
+            for label, name, params, _ in ablation_rows(base):
                 abl[label] = table.get(label) or run_locomo_format(label, name, params, dataset, data_sha256)
         section["ablation"] = abl
         print_table(f"{dataset.name}: ablation", abl, LOCOMO_METRICS)

@@ -33,13 +33,13 @@ from .retrieval import RetrievalStrategy
 
 #: The tuned defaults (``bench/tune_generalise.py``); ``recall_plus`` and the ablation read them.
 DEFAULTS: dict[str, Any] = {
-    "session_weight": 0.3,
+    "session_weight": 0.35,
     "session_pull": 0,
-    "time_weight": 0.3,
+    "time_weight": 1.0,
     "time_slack_days": 1.0,
-    "window_decay": 0.0,
+    "window_decay": 0.5,
     "window_radius": 1,
-    "keyphrase_weight": 0,
+    "keyphrase_weight": 1,
     "diversity": 0.0,
 }
 
@@ -97,8 +97,9 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
                 before: int = 2, after: int = 1, own_weight: int = 2, date: bool = True,
                 chinese: str = "char+bigram") -> RetrievalStrategy:
     """The default chosen to generalise: contextual BM25 (dense retrievers fused in when
-    ``embedders`` names some, e.g. ``["e5"]``) with session-plus-turn fusion and time-aware
-    query expansion; keyphrase keys and adjacent-turn windows are parts that can be turned on.
+    ``embedders`` names some, e.g. ``["e5"]``) over keyphrase-augmented keys, with
+    adjacent-turn windows, session-plus-turn fusion and time-aware query expansion; session
+    diversity is a part that can be turned on (the tuning left it off).
 
     Scores, outermost first: ``TimeBoostRetriever`` (s + time_weight * s_max when the turn's
     date is in a range the question names, widened by ``time_slack_days``),

@@ -63,6 +63,7 @@ RUNS = [
     ("hybrid_plus", "hybrid_plus", {}, True),
     ("hybrid_plus[e5,minilm]", "hybrid_plus", {"embedders": ["e5", "minilm"], "weights": [1.0, 0.5, 0.3]}, True),
     ("hybrid_decay[e5]", "hybrid_decay", {"embedder": "e5"}, True),
+    ("recall_plus", "recall_plus", {}, False),  # issue 32's default (bench/bench_generalise.py)
     # memlab next to the peer libraries (README "Peers"): hashing vectors on both sides
     ("longterm[hashing]", "longterm", {"embedder": "hashing"}, False),
     ("camel_chat_history", "camel_chat_history", {}, False),

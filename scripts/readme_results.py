@@ -638,6 +638,48 @@ def render_layers(_: str = "") -> str:
     return "\n" + "\n".join(f"{n}. " + ", ".join(f"`{m}`" for m in layer) for n, layer in enumerate(layers, 1)) + "\n"
 
 
+def _with_ci(row: dict[str, Any], metric: str) -> str:
+    ci = row.get(f"{metric}_ci")
+    value = row.get(metric)
+    if value is None:
+        return "n/a"
+    return f"{value:.1f} [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else f"{value:.1f}"
+
+
+def render_generalise(_: str = "") -> str:
+    """The generalisation benchmark (bench/bench_generalise.py): the default and the references
+    on each benchmark with clustered CIs, the ablation, and the categories the targets miss on."""
+    bench = load("generalise")["benchmarks"]
+    lines: list[str] = []
+    titles = {"locomo": ("LoCoMo (evidence recall, %; 95% CI, conversations resampled)", ["recall@5", "recall@512tok"]),
+              "longmemeval_s": ("LongMemEval S dev (LongMemEval's protocol, %; 95% CI, questions resampled)",
+                                ["lme_recall_any@5", "lme_recall_all@5", "recall@1024tok"])}
+    for key, record in bench.items():
+        title, metrics = titles.get(key, (key, []))
+        lines += [f"**{title}**, {record.get('n_questions', '')} questions:".replace(",  questions", ""), "",
+                  "| strategy | " + " | ".join(metrics) + " | ms per question |",
+                  "|---|" + "---:|" * (len(metrics) + 1)]
+        for name, row in record["table"].items():
+            lines.append(f"| `{name}` | " + " | ".join(_with_ci(row, m) for m in metrics)
+                         + f" | {row['ms_per_question']:.1f} |")
+        default = record["table"].get("recall_plus")
+        if default:
+            cats = default["categories"]
+            lines += ["", f"`recall_plus` per {'category' if key == 'locomo' else 'question type'}:", "",
+                      "| " + ("category" if key == "locomo" else "type") + " | n | " + " | ".join(metrics) + " |",
+                      "|---|---:|" + "---:|" * len(metrics)]
+            for cat, row in cats.items():
+                lines.append(f"| {cat} | {row['n_scored']} | " + " | ".join(f"{row[m]:.1f}" for m in metrics) + " |")
+        if record.get("ablation"):
+            lines += ["", "Ablation at equal tokens (the default, then the default minus or plus one part):", "",
+                      "| variant | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
+            for name, row in record["ablation"].items():
+                lines.append(f"| `{name}` | " + " | ".join(_with_ci(row, m) for m in metrics) + " |")
+        lines += ["", f"Record `bench/results/generalise.json` ({key}): "
+                      f"{describe_provenance(record['provenance'], record.get('load_avg_1m'))}.", ""]
+    return "\n" + "\n".join(lines)
+
+
 BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
@@ -647,7 +689,7 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges,
     "notebooks": render_notebooks, "metrics": render_metrics, "strategies": render_strategies,
     "cli_flags": render_cli_flags, "formats": render_formats, "local_models": render_local_models,
-    "strategy_methods": render_strategy_methods, "layout": render_layout, "layers": render_layers}
+    "strategy_methods": render_strategy_methods, "generalise": render_generalise, "layout": render_layout, "layers": render_layers}
 
 
 def render_block(name: str) -> str:

@@ -81,9 +81,6 @@ class WindowStrategy(Strategy):
     #: asking changes no state. A sweep over them observes each dialogue once
     #: (``memlab.eval.sweep``), switching them with ``set_query_params``.
     query_time_params = frozenset({"keep_rate", "token_limit"})
-    #: ...so a sweep over them searches once per probe (``replay_dialogue`` shares the ranked
-    #: list; tests/eval/test_sweep_context_only.py holds the tables equal to separate replays)
-    context_only_params = frozenset({"keep_rate", "token_limit"})
 
     def set_query_params(self, **params: float | int) -> None:
         """Set query-time parameters (``query_time_params``) keeping what was observed."""
@@ -179,6 +176,9 @@ class LongtermStrategy(Strategy):
     #: As ``WindowStrategy.query_time_params``: keep_rate and token_limit only score and pack
     #: the history when a context is built; the recall search does not read them.
     query_time_params = frozenset({"keep_rate", "token_limit"})
+    #: ...so a sweep over them searches once per probe (``replay_dialogue`` shares the ranked
+    #: list; tests/eval/test_sweep_context_only.py holds the tables equal to separate replays)
+    context_only_params = frozenset({"keep_rate", "token_limit"})
 
     def set_query_params(self, **params: float | int) -> None:
         """Set query-time parameters (``query_time_params``) keeping what was observed."""

@@ -64,4 +64,5 @@ def test_the_declaration_is_limited_to_query_time_params():
         context_only_params = frozenset({"keep_rate", "retrieve_limit"})  # retrieve_limit is no query-time one
 
     assert Odd().capabilities().context_only_params == frozenset({"keep_rate"})
-    assert LongtermStrategy().capabilities().context_only_params == frozenset()
+    # longterm declares both of its query-time parameters (its recall search reads neither)
+    assert LongtermStrategy().capabilities().context_only_params == frozenset({"keep_rate", "token_limit"})

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -221,7 +220,7 @@ def _loader_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from .base import MemlabError
-    from .eval.metrics import summarize
+    from .eval.report import eval_report
     from .eval.results import save_results
     from .eval.streaming import StreamedDataset, open_dataset, replay_any
     from .eval.sweep import import_user_module
@@ -277,45 +276,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise MemlabError(f"{args.dataset}: no probes (questions) to evaluate")
     if args.output:
         save_results(rows, args.output)
-    summary = summarize(rows, by=["strategy"], ci=True).iloc[0].to_dict()
-    k = args.k
-    result: dict[str, Any] = {
-        "strategy": args.strategy, "dataset": dataset.name, "dataset_hash": dataset.hash,
-        "n_dialogues": len(dataset) if streamed else len(dataset.dialogues), "n_probes": int(summary["n_probes"]),
-        "n_scored": int(summary["n_scored"]), "n_failed": int(summary.get("n_failed", 0)),
-        "llm_format_errors": int(summary.get("llm_format_errors", 0)),
-    }
-    result["dataset_report"] = {"summary": dataset.report.summary(), "counts": dataset.report.counts()}
-    for name in _eval_metric_names(k, budgets):
-        if name in summary:
-            result[name] = _num(summary[name])
-    # stale_rate: mean stale_only over probes naming stale evidence (memlab.eval.lifecycle); null if none
-    result["stale_rate"] = _num(summary.get("stale_only", float("nan")))
-    result["n_stale_probes"] = int(rows["stale_only"].notna().sum()) if "stale_only" in rows else 0
-    # 95% cluster-bootstrap interval (dialogues resampled, seed 0) of every mean reported
-    result["ci"] = {name: [_num(summary[f"{name}_ci_low"]), _num(summary[f"{name}_ci_high"])]
-                    for name in list(result) if f"{name}_ci_low" in summary}
-    if judge is not None:  # a judge's accuracy is read with the words and the model that made it
-        result.update(judge.identity())
-        from .eval.calibration import record
-
-        # the figures the judge earned its place with, and whether it was let in by the override
-        result["judge_calibration"] = record(calibration) if calibration is not None else None
-        result["judge_gate"] = {"passed": calibration is not None and refusal is None,
-                                "override": bool(args.allow_uncalibrated_judge) and (calibration is None or
-                                                                                      refusal is not None),
-                                "reason": refusal}
-    result["params"] = {k: v for k, v in rows.iloc[0].items() if str(k).startswith("param:")} if len(rows) else {}
-    result["params"] = {k[len("param:"):]: _num(v) for k, v in result["params"].items()}
-    result["seconds"] = round(seconds, 3)
-    # which run made these figures (commit, command, date, machine, packages, the data's sha256)
-    from .eval.provenance import run_provenance
-
-    result["provenance"] = run_provenance(data=[args.dataset])
+    result = eval_report(rows, dataset, strategy=args.strategy, k=args.k, budgets=budgets, seconds=seconds,
+                         judge=judge, calibration=calibration, refusal=refusal,
+                         allow_uncalibrated_judge=args.allow_uncalibrated_judge, data=[args.dataset])
     if args.json:
         print(json.dumps(result, sort_keys=False))
     else:
-        _print_summary(result, rows, k)
+        _print_summary(result, rows, args.k)
     return 0
 
 
@@ -358,24 +325,6 @@ def _calibration_progress() -> Any:
             bar["bar"].close()
 
     return step
-
-
-def _eval_metric_names(k: int, budgets: Sequence[int]) -> list[str]:
-    """The means ``memlab eval`` reports: every registered metric at k and at each budget, in
-    registry order (token-matched ones first), then the cost columns. Lifecycle metrics are
-    reported as ``stale_rate``."""
-    from .eval.metrics import COST_COLUMNS, expand, registered
-
-    metrics = [m for m in registered() if m.view != "lifecycle"]
-    return expand(metrics, [k], budgets) + list(COST_COLUMNS)
-
-
-def _num(v: Any) -> Any:
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v
 
 
 def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:

@@ -6,7 +6,7 @@ import pytest
 from memlab.base import ConfigError, MemlabError
 from memlab.context import ContextBudgetError, ScoreBasedContextCreator
 from memlab.records import ContextRecord, MemoryRecord, ToolCall
-from memlab.testing import WordCounter
+from memlab.testing.doubles import WordCounter
 from memlab.tokens import TiktokenCounter
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from memlab import ConfigError, strategies
 from memlab.records import MemoryRecord, Role
-from memlab.testing import KeywordEmbedder, WordCounter, check_records, check_strategy
+from memlab.testing import check_records, check_strategy
+from memlab.testing.doubles import KeywordEmbedder, WordCounter
 
 CHECKS = ["is_strategy", "parts_are_parameters", "clone_round_trip", "empty_store", "at_most_k_sorted_ranked",
           "params_unchanged_by_use", "reset_is_fresh", "deterministic", "picklable", "context"]

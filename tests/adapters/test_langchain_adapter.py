@@ -12,7 +12,8 @@ pytest.importorskip("langchain_community", reason="the langchain extra is not in
 from memlab import ConfigError, strategies  # noqa: E402
 from memlab.adapters.langchain import LangChainEnsembleRetriever  # noqa: E402
 from memlab.records import MemoryRecord, Role  # noqa: E402
-from memlab.testing import KeywordEmbedder, check_records, check_retriever, check_strategy  # noqa: E402
+from memlab.testing import check_records, check_retriever, check_strategy  # noqa: E402
+from memlab.testing.doubles import KeywordEmbedder  # noqa: E402
 
 
 def _records(texts: list[str]) -> list[MemoryRecord]:

@@ -10,7 +10,7 @@ from memlab.blocks.vectordb import RECORD_KEY, record_metadata
 from memlab.embeddings.hashing import HashingEmbedder
 from memlab.records import MemoryRecord, ToolCall
 from memlab.storage.vector import NumpyVectorStore
-from memlab.testing import KeywordEmbedder
+from memlab.testing.doubles import KeywordEmbedder
 
 
 def make_store(kind):

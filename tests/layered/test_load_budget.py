@@ -30,7 +30,7 @@ from memlab.memories.layered import (
 from memlab.memories.layered.working import CONFLICT_INSTRUCTION, MEMORY_HEADER
 from memlab.records import Hit, MemoryRecord
 from memlab.strategies import builtins
-from memlab.testing import WordCounter
+from memlab.testing.doubles import WordCounter
 from memlab.tokens import TiktokenCounter, TokenCounter
 
 DAY = 86400.0

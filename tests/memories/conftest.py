@@ -2,7 +2,7 @@ import pytest
 
 from memlab.context import ScoreBasedContextCreator
 from memlab.records import MemoryRecord
-from memlab.testing import KeywordEmbedder, WordCounter
+from memlab.testing.doubles import KeywordEmbedder, WordCounter
 
 
 @pytest.fixture

@@ -401,37 +401,59 @@ def render_local_llm_costs(_: str = "") -> str:
         f"- answers (`python bench/bench_answers.py`, {a['answers']} answers, {m['cpus']} CPUs, load average "
         f"{a['load_avg_1m_start']:.1f} at start and {a['load_avg_1m_end']:.1f} at end): "
         f"{min(per_answer):.1f}-{max(per_answer):.1f} s per answer by slice and strategy (the prompt is the "
-        f"strategy's context), {min(per_judged):.1f}-{max(per_judged):.1f} s more to judge it with both prompts; "
+        f"strategy's context), {min(per_judged):.1f}-{max(per_judged):.1f} s more to judge it with its slice's "
+        f"judge prompts, after {a.get('calibration_seconds', 0) / 60:.0f} min calibrating the judge (0: cached); "
         f"{a['wall_seconds'] / 60:.0f} min for the whole study ({a['llm_calls']:,} calls, "
         f"{a['prompt_tokens']:,} prompt and {a['completion_tokens']:,} completion tokens);",
         f"- every LLM step of `layered` on the shipped dialogues (`memlab eval datasets --strategy layered "
         f"--set llm=local`, recorded by `python bench/bench_layered_local.py`): {local['seconds'] / 60:.0f} min "
         f"for {local['n_probes']} probes in {local['n_dialogues']} dialogues, {local['llm_calls']:,} LLM calls "
         f"({local['llm_cached_calls']:,} of them answered by the response cache of an earlier run), "
-        f"{local['llm_format_errors']} format errors, {local['n_failed']} failed probes.",
+        f"{local['llm_format_errors']} format errors, {local['n_failed']} failed probes"
+        + (" (recorded with the earlier default model, `gemma-3-270m`: outdated, see the layered_local table)."
+           if local.get("outdated") else "."),
     ]
     return "\n" + "\n".join(lines) + "\n"
 
 
+def _ci3(v: Any) -> str:
+    return "-" if not v or v[0] is None else f"{v[0]:.2f} [{v[1]:.2f}, {v[2]:.2f}]"
+
+
 def render_local_llm_judges(_: str = "") -> str:
-    """The recorded answer study's judges: accuracy, unreadable replies, agreement."""
+    """The recorded answer study: the judge's calibration and the gate first, then the
+    answer-level table per slice (J, LongMemEval's judge, LoCoMo's F1, context recall, each with
+    its dialogue-clustered CI; context and prompt tokens and seconds per answer), the raters'
+    agreement over the answers."""
     a = load("answers_local")
-    acc = {r["judge"]: r for r in a["judge_accuracy"]}
-    # a judge's figures are read with its model and its words (name@version), so the block names both
-    sets = a.get("judge_prompt_sets")
-    named = (", ".join(f"`{n}` = `{i}`" for n, i in sets.items()) if sets
-             else "not recorded (the run predates versioned prompt sets)")
-    lines = [f"Judge model `{a.get('judge_model') or a['model']}` (bench/bench_answers.py judges with the answering "
-             f"model); prompt sets: {named}.", "",
-             "| rater | accuracy | labelled | unreadable |", "|---|---:|---:|---:|"]
-    for name, r in acc.items():
-        lines.append(f"| {name} | {_num(r['accuracy'], '.3f')} | {r['n_labelled']} | {r['unreadable']} |")
+    lines = [f"Model `{a['model']}` on {a['device']} answers and judges; contexts matched at "
+             f"{a['context_tokens']} tokens (`oracle`: the gold turns, whatever their length).", "",
+             "Judge calibration (pairs built by rule from LoCoMo and LongMemEval, `memlab.eval.calibration`):", "",
+             "| prompt set | accuracy | CORRECT rate | kappa vs LoCoMo F1 | pairs | unreadable |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for c in a["judge_calibration"].values():
+        lines.append(f"| `{c['judge_prompt_set']}` | {_num(c['accuracy'], '.3f')} | {_num(c['label_rate'], '.3f')} | "
+                     f"{_num(c['kappa_f1'], '.3f')} (F1 >= {c['f1_threshold']}) | {c['n_pairs']} | {c['unreadable']} |")
+    gate = a["judge_gate"]
+    lines += ["", "Gate: " + ("every judge prompt set passed." if gate["passed"] else
+                              "overridden (`--allow-uncalibrated-judge`): " + "; ".join(gate["refusals"].values())), ""]
+    metrics = [m for m in ("judge:lenient", "judge:longmemeval", "locomo_f1", "context_recall")
+               if any(m in r for r in a["table"])]
+    names = {"judge:lenient": "J (lenient)", "judge:longmemeval": "LongMemEval judge", "locomo_f1": "LoCoMo F1",
+             "context_recall": "context recall"}
+    lines += ["| slice | strategy | n | " + " | ".join(names[m] for m in metrics)
+              + " | context tokens | prompt tokens | s per answer |", "|---|---|---:|" + "---:|" * (len(metrics) + 3)]
+    for r in a["table"]:
+        lines.append(f"| {r['slice']} | `{r['strategy']}` | {r['n']} | " + " | ".join(_ci3(r.get(m)) for m in metrics)
+                     + f" | {r['context_tokens']:.0f} | {r['answer_prompt_tokens']:.0f} | {r['seconds_per_answer']:.1f} |")
+    lines += ["", "| rater | share labelled correct | labelled | unreadable |", "|---|---:|---:|---:|"]
+    for r in a["judge_accuracy"]:
+        lines.append(f"| {r['judge']} | {_num(r['accuracy'], '.3f')} | {r['n_labelled']} | {r['unreadable']} |")
     lines += ["", "| pair | Cohen's kappa | share labelled alike | n |", "|---|---:|---:|---:|"]
     for r in a["judge_pairs"]:
         lines.append(f"| {r['a']} / {r['b']} | {_num(r['kappa'], '.3f')} | {_num(r['agreement'], '.3f')} | {r['n']} |")
-    lines += ["", f"Spread of accuracy across the two judge prompts: {a['judge_spread']:.3f} "
-                  f"({a['answers']} answers; kappa is n/a where a rater gave every answer the same label).",
-              "", f"Record `bench/results/answers_local.json`: {describe_provenance(a['provenance'])}."]
+    slices = "; ".join(f"{n}: {s['questions']} questions in {s['dialogues']} dialogues" for n, s in a["slices"].items())
+    lines += ["", f"Slices: {slices}. Record `bench/results/answers_local.json`: {describe_provenance(a['provenance'])}."]
     return "\n" + "\n".join(lines) + "\n"
 
 

@@ -56,8 +56,8 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, object]] = {
                                         "full lifecycle": {}}},
     # one LoCoMo conversation (common), 40 of its questions: hybrid_plus embeds them with e5
     "09_error_analysis.ipynb": {"max_probes": 40},
-    # a real model (llama.cpp, Gemma 3 270M): one question per slice, three strategies, short answers
-    "10_answers.ipynb": {"locomo_questions": 1, "lme_questions": 1, "strategy_names": ["oracle", "bm25_plus", "layered"],
+    # a real model (llama.cpp, the fast 0.5B test model): one question per slice, three strategies, short answers
+    "10_answers.ipynb": {"model": "qwen2.5-coder-0.5b", "locomo_questions": 1, "lme_questions": 1, "strategy_names": ["oracle", "bm25_plus", "layered"],
                          "layered_tokens": 256, "answer_tokens": 12, "n_ctx": 2048},
     "04_decay.ipynb": {"time_units": [86400.0], "strength_growths": [0.0, 1.0], "decay_weights": [0.0, 0.2],
                        "multiplicative_time_units": [86400.0, 3.15e9],

@@ -14,11 +14,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memlab"
 #: Bottom to top. A module belongs to the first layer whose prefix matches its dotted name
 #: (longest prefix wins); a package's __init__ belongs to the package.
 LAYERS: list[tuple[str, ...]] = [
-    ("memlab", "memlab._lazy", "memlab.atomic", "memlab.base", "memlab.records", "memlab.tokens",
+    ("memlab", "memlab._compat", "memlab._lazy", "memlab.atomic", "memlab.base", "memlab.records", "memlab.tokens",
      "memlab.text", "memlab.filters", "memlab.strategy", "memlab.context", "memlab.sqlite",
      "memlab.capabilities", "memlab.classpath", "memlab.httpserve"),
     ("memlab.storage", "memlab.embeddings"),
-    ("memlab.retrieval", "memlab.decay", "memlab.llm", "memlab.extraction", "memlab.summarize"),
+    ("memlab.retrieval", "memlab.decay", "memlab.llm", "memlab.extraction", "memlab.summarizers"),
     ("memlab.blocks", "memlab.offline"),  # offline stand-ins sit above what they imitate
     ("memlab.memories",),
     ("memlab.strategies", "memlab.adapters"),

@@ -178,8 +178,8 @@ def test_only_compat_is_exempt_from_the_string_check() -> None:
     assert string_imports(PACKAGE / "_compat.py"), "the exemption still matters"
 
 
-@pytest.mark.parametrize("module,layer", [("memlab.storage.vector", 1), ("memlab.retrieval.filters", 2),
-                                          ("memlab.filters", 0), ("memlab.memories.layered.working", 4)])
+@pytest.mark.parametrize("module,layer", [("memlab.storage.vector", 1), ("memlab.retrieval.llm_filter", 2),
+                                          ("memlab.filters", 0), ("memlab.memories.layered.steps.load", 4)])
 def test_layer_of(module: str, layer: int) -> None:
     assert layer_of(module) == layer
 

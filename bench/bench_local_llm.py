@@ -37,7 +37,8 @@ from _common import ROOT
 
 from memlab.eval import load_any, replay, summarize
 from memlab.eval.dataset import Dataset
-from memlab.llm import LLM, OfflineLLM
+from memlab.llm import LLM
+from memlab.offline import OfflineLLM
 from memlab.llm.base import Completion
 from memlab.llm.local import LocalLLM
 from memlab.llm.prompts import task_of

@@ -6,6 +6,7 @@ dependencies (sentence-transformers, chromadb) load only when used.
 
 from __future__ import annotations
 
+from . import _compat
 from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
@@ -50,3 +51,5 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+_compat.install()  # old import paths still resolve, with a DeprecationWarning

@@ -231,7 +231,7 @@ def render_compare_builtins_pair(arg: str) -> str:
 def render_pvalue_floor(_: str = "") -> str:
     """How many shipped dialogues there are, and the smallest sign-flip p they allow."""
     from memlab.eval.headline import p_floor
-    from memlab.eval.replay import load_any
+    from memlab.eval import load_any
 
     n = len(load_any(str(REPO / "datasets")).dialogues)
     return f"With few dialogues ({n} in `datasets/`) the p-value cannot go below 2/2^{n} = {p_floor(n):.4f}"

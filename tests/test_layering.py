@@ -1,10 +1,14 @@
 """Layers import downward only: every import in memlab/ (module level or inside a function,
-absolute or relative) names a module in the same layer or one below, and no module reaches
-itself through imports (inside a layer too). No exception list."""
+absolute or relative, or by string: ``importlib.import_module``, ``__import__``, a
+``"memlab.x.y"`` or ``"memlab.x:name"`` literal for a lazy lookup, a package's
+``lazy_exports`` table) names a module in the same layer or one below, and no module reaches
+itself through static imports (inside a layer too). One exemption, by design: ``memlab._compat``
+names the old import paths and their new homes by string."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -14,11 +18,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memlab"
 #: Bottom to top. A module belongs to the first layer whose prefix matches its dotted name
 #: (longest prefix wins); a package's __init__ belongs to the package.
 LAYERS: list[tuple[str, ...]] = [
-    ("memlab", "memlab._lazy", "memlab.atomic", "memlab.base", "memlab.records", "memlab.tokens",
+    ("memlab", "memlab._compat", "memlab._lazy", "memlab.atomic", "memlab.base", "memlab.records", "memlab.tokens",
      "memlab.text", "memlab.filters", "memlab.strategy", "memlab.context", "memlab.sqlite",
      "memlab.capabilities", "memlab.classpath", "memlab.httpserve"),
     ("memlab.storage", "memlab.embeddings"),
-    ("memlab.retrieval", "memlab.decay", "memlab.llm", "memlab.extraction", "memlab.summarize"),
+    ("memlab.retrieval", "memlab.decay", "memlab.llm", "memlab.extraction", "memlab.summarizers"),
     ("memlab.blocks", "memlab.offline"),  # offline stand-ins sit above what they imitate
     ("memlab.memories",),
     ("memlab.strategies", "memlab.adapters"),
@@ -71,11 +75,75 @@ def imports(path: Path, source: str | None = None) -> list[tuple[int, str]]:
     return [(line, m) for line, m in out if m == "memlab" or m.startswith("memlab.")]
 
 
+#: Modules whose strings name other layers' modules by design (and are not imports by them).
+STRING_EXEMPT = {"memlab._compat"}
+#: The package whose lazy table is the public facade: ``memlab.X`` for classes of every layer,
+#: looked up on attribute access only. Its table is not read as imports (its other strings are).
+FACADE = "memlab"
+#: A string naming a memlab module, or a name in one ("memlab.adapters.recipes:camel_longterm").
+MODULE_STRING = re.compile(r"memlab(?:\.[A-Za-z_]\w*)+(?=:|$)")
+IMPORT_CALLS = {"import_module", "__import__"}
+
+
+def existing_module(dotted: str) -> str | None:
+    """The longest prefix of ``dotted`` that is a module or package in memlab/."""
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):
+        path = PACKAGE.parent / Path(*parts[:n])
+        if path.with_suffix(".py").exists() or (path / "__init__.py").exists():
+            return ".".join(parts[:n])
+    return None
+
+
+def string_imports(path: Path, source: str | None = None) -> list[tuple[int, str]]:
+    """(line, module) for every memlab module ``path`` imports by string: a constant passed to
+    ``import_module`` / ``__import__`` (relative ones resolved against their package
+    argument, ``__name__`` or ``__package__`` meaning the file's own package), any other
+    ``"memlab.x.y"`` literal (the start of an f-string too), and the values of a table passed
+    to ``lazy_exports(__name__, table)`` (submodules of the package)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source, str(path))
+    tables = {target.id: node.value for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+              for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+              if isinstance(target, ast.Name) and isinstance(node.value, ast.Dict)}
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            args = node.args
+            if called in IMPORT_CALLS and args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+                target = args[0].value
+                if target.startswith("."):
+                    anchor = package
+                    if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+                        anchor = args[1].value
+                    level = len(target) - len(target.lstrip("."))
+                    base = anchor.split(".")
+                    target = ".".join(base[:len(base) - (level - 1)] + [target.lstrip(".")])
+                found.append((node.lineno, target))
+            if called == "lazy_exports" and name != FACADE and len(args) > 1 and isinstance(args[1], ast.Name) and args[1].id in tables:
+                found += [(v.lineno, f"{name}.{v.value}") for v in tables[args[1].id].values
+                          if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            match = MODULE_STRING.match(node.value)
+            if match:
+                found.append((node.lineno, match.group(0)))
+    out = []
+    for line, target in found:
+        module = existing_module(target)
+        if module is not None:
+            out.append((line, module))
+    return sorted(set(out))
+
+
 def test_imports_run_downward_only() -> None:
     upward = []
     for path in sorted(PACKAGE.rglob("*.py")):
         here = module_name(path)
-        for line, target in imports(path):
+        by_string = [] if here in STRING_EXEMPT else string_imports(path)
+        for line, target in imports(path) + by_string:
             if layer_of(target) > layer_of(here):
                 upward.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {here} (layer {layer_of(here)}) "
                               f"imports {target} (layer {layer_of(target)})")
@@ -92,8 +160,26 @@ def test_the_checker_sees_relative_and_nested_imports() -> None:
     assert [layer_of(m) for _, m in found] == [0, 6, 7, 1]
 
 
-@pytest.mark.parametrize("module,layer", [("memlab.storage.vector", 1), ("memlab.retrieval.filters", 2),
-                                          ("memlab.filters", 0), ("memlab.memories.layered.working", 4)])
+def test_the_checker_sees_imports_by_string() -> None:
+    source = ("import importlib\n"
+              "def f():\n    return importlib.import_module('memlab.eval.replay')\n"
+              "def g():\n    return __import__('memlab.cli')\n"
+              "def h():\n    return importlib.import_module('.vector', __name__)\n"
+              "LAZY = {'x': f'memlab.adapters.recipes:{1}', 'y': 'memlab.nosuchmodule', 'z': 'memlab is nice'}\n"
+              "_EXPORTS = {'KeyValueStore': 'kv'}\n"
+              "__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)\n")
+    found = string_imports(PACKAGE / "storage" / "__init__.py", source)
+    assert found == [(3, "memlab.eval.replay"), (5, "memlab.cli"), (7, "memlab.storage.vector"),
+                     (8, "memlab"), (8, "memlab.adapters.recipes"), (9, "memlab.storage.kv")]
+
+
+def test_only_compat_is_exempt_from_the_string_check() -> None:
+    assert STRING_EXEMPT == {"memlab._compat"}
+    assert string_imports(PACKAGE / "_compat.py"), "the exemption still matters"
+
+
+@pytest.mark.parametrize("module,layer", [("memlab.storage.vector", 1), ("memlab.retrieval.llm_filter", 2),
+                                          ("memlab.filters", 0), ("memlab.memories.layered.steps.load", 4)])
 def test_layer_of(module: str, layer: int) -> None:
     assert layer_of(module) == layer
 

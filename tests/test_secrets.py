@@ -12,7 +12,7 @@ import pytest
 
 from memlab.cli import main
 from memlab.embeddings import OpenAIEmbedder
-from memlab.llm.loopback import LoopbackServer
+from memlab.offline.loopback import LoopbackServer
 from memlab.llm.openai_chat import OpenAIChat
 from memlab.secrets import Secret
 from memlab.strategies import get

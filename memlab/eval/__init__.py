@@ -17,7 +17,7 @@ from .sweep import sweep
 _EXPORTS: dict[str, str] = {
     "Dataset": "dataset", "Dialogue": "dataset", "Session": "dataset", "Turn": "dataset",
     "Probe": "dataset", "DatasetError": "dataset",
-    "load_dataset": "loaders", "load_any": "replay",
+    "load_dataset": "loaders", "load_any": "dataset_files",
     "replay_dialogue": "replay",
     "compute_metrics": "metrics", "summarize": "metrics", "metric_columns": "metrics",
     "grid_points": "sweep", "run_config": "sweep", "read_config": "sweep",

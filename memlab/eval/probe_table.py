@@ -49,7 +49,7 @@ def _dataset(dataset: Any) -> Dataset | None:
     if dataset is None or isinstance(dataset, Dataset):
         return dataset
     if isinstance(dataset, (str, Path)):
-        from .replay import load_any
+        from .dataset_files import load_any
 
         return load_any(dataset)
     raise MemlabError(f"dataset must be a Dataset, a dataset file or None, got {type(dataset).__name__}")

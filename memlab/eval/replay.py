@@ -49,11 +49,8 @@ import pandas as pd
 
 from ..base import MemlabError
 from ..strategy import Strategy
-# PARAM_PREFIX, flat_params and load_any are re-exported: they lived here before.
-from .configuration import PARAM_PREFIX as PARAM_PREFIX, flat_params as flat_params
 from .configuration import add_configuration, strategy_label
 from .dataset import Dataset, Dialogue, Probe, Turn
-from .dataset_files import load_any as load_any
 from .lifecycle import add_stale_metrics
 from .progress import progress_bar
 from .rows import ANSWER_COLUMNS as _ANSWER_COLUMNS, ROW_COLUMNS as _ROW_COLUMNS

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from ..base import MemlabError
-from ..strategies.base import Strategy
+from ..strategy import Strategy
 from .dataset import Dataset, DatasetError, Dialogue, LoadReport, _fields
 
 

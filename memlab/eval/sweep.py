@@ -51,7 +51,7 @@ from .dataset import Dataset
 from .replay import replay, replay_variants, shares_observation
 # The checks, the outputs and the user imports live in their own modules; every name below
 # was defined here before and stays importable from here (``X as X``: a re-export).
-from .dataset_files import dataset_files, load_any as load_any
+from .dataset_files import dataset_files
 from .sweep_config import (
     _COLUMN_ARGS as _COLUMN_ARGS, _TOP_KEYS, _check_plots, _dataset, _did_you_mean, _need_table,
     _positive_int as _positive_int, _run_options, _short as _short, _strategy_specs, check_output_dir,
@@ -159,7 +159,7 @@ def _shared_groups(points: Sequence[tuple[dict[str, Any], str, str, Strategy]]) 
     and their configurations differ only in those (every other parameter, deep, is equal).
     Groups of one are left out: they replay as usual.
     """
-    from .replay import flat_params
+    from .configuration import flat_params
 
     groups: dict[tuple[Any, ...], list[int]] = {}
     for n, (_, _, _, built) in enumerate(points):

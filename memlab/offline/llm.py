@@ -114,7 +114,7 @@ class OfflineLLM(LLM):
                 for tid, speaker, text in parse_turns(sections.get("Conversation", ""))]
 
     def _summarize(self, sections: dict[str, str]) -> str:
-        from ..summarize import ExtractiveSummarizer
+        from ..summarizers import ExtractiveSummarizer
 
         previous = sections.get("Previous summary", "")
         previous = "" if previous == "(none)" else previous

@@ -24,7 +24,8 @@ from ..base import Param
 from ..filters import Where
 from ..records import Hit, MemoryRecord, Role
 from ..retrieval.contextual import format_date
-from .base import Context, registry
+from ..strategy import Context
+from .registry import registry
 from .retrieval import RetrievalStrategy
 
 #: Prefix of a session record's id.

@@ -10,7 +10,7 @@ import pytest
 from memlab.base import MemlabError
 from memlab.embeddings.hashing import HashingEmbedder
 from memlab.embeddings.openai import OpenAIEmbedder
-from memlab.llm.loopback import LoopbackServer
+from memlab.offline.loopback import LoopbackServer
 
 
 def length_vectors(texts, request):

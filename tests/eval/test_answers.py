@@ -6,7 +6,7 @@ from memlab import OfflineLLM, strategies
 from memlab.cli import main
 from memlab.eval import replay
 from memlab.eval.answers import Answerer, LLMJudge, normalize_answer, parse_judgement, token_f1
-from memlab.llm.loopback import LoopbackServer, ScriptedChat
+from memlab.offline.loopback import LoopbackServer, ScriptedChat
 from memlab.llm.openai_chat import OpenAIChat
 
 

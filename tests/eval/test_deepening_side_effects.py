@@ -20,11 +20,12 @@ import pytest
 
 from memlab import strategies
 from memlab.decay import Ebbinghaus
-from memlab.eval.replay import load_any, replay, replay_dialogue
+from memlab.eval import load_any
+from memlab.eval.replay import replay, replay_dialogue
 from memlab.llm import OpenAIChat
 from memlab.memories.layered import LongTermMemory
 from memlab.llm.cache import ResponseCache
-from memlab.llm.loopback import LoopbackServer, OfflineChat, ScriptedChat
+from memlab.offline.loopback import LoopbackServer, OfflineChat, ScriptedChat
 from memlab.offline.loopback import _approx_tokens
 from memlab.records import MemoryRecord
 from memlab.retrieval import (BM25Retriever, DecayRetriever, HyDEExpander, LLMQueryRewriter,

@@ -22,7 +22,7 @@ from memlab.eval.lifecycle import (
 from memlab.eval.loaders import load_dataset
 from memlab.eval.loaders.native import dataset_from_dict
 from memlab.eval.metrics import summarize
-from memlab.llm.offline import OfflineLLM
+from memlab.offline.llm import OfflineLLM
 from memlab.memories.layered import LayeredMemory
 from memlab.retrieval import BM25Retriever
 from memlab.strategies import RetrievalStrategy, WindowStrategy

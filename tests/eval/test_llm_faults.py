@@ -17,7 +17,7 @@ from memlab.cli import main
 from memlab.eval.metrics import summarize
 from memlab.eval.replay import default_max_failures, replay
 from memlab.eval.results import load_results
-from memlab.llm.loopback import LoopbackServer, ScriptedChat
+from memlab.offline.loopback import LoopbackServer, ScriptedChat
 from memlab.eval.loaders import load_dataset
 from memlab.strategies import get
 

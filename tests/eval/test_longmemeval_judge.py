@@ -22,7 +22,7 @@ from memlab.eval.answers import Answerer, LLMJudge, judge_agreement, judge_rows,
 from memlab.eval.loaders.longmemeval import iter_longmemeval
 from memlab.eval.paths import longmemeval_path
 from memlab.eval.replay import replay
-from memlab.llm.loopback import LoopbackServer, ScriptedChat
+from memlab.offline.loopback import LoopbackServer, ScriptedChat
 from memlab.llm.openai_chat import OpenAIChat
 from memlab.llm.prompts import (
     JUDGE_PROMPT_SETS,

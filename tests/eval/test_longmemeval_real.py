@@ -18,7 +18,7 @@ from memlab.eval.loaders import (
 )
 from memlab.eval.loaders.checks import iter_json_array
 from memlab.eval.paths import LONGMEMEVAL_ORACLE, LONGMEMEVAL_S, longmemeval_path
-from memlab.eval.replay import load_any, replay
+from memlab.eval import load_any, replay
 from memlab.eval.streaming import StreamedDataset, open_dataset, replay_stream
 from memlab.records import MemoryRecord
 from memlab.strategies import get

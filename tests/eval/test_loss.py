@@ -12,7 +12,7 @@ from memlab.base import MemlabError
 from memlab.eval.answers import Answerer
 from memlab.eval.loss import loss_split, loss_stage
 from memlab.eval.replay import replay
-from memlab.llm.offline import OfflineLLM
+from memlab.offline.llm import OfflineLLM
 
 
 def rows():

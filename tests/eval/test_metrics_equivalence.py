@@ -22,7 +22,7 @@ from memlab.eval.metrics.longmemeval import LONGMEMEVAL_COLUMNS, LONGMEMEVAL_MET
     lme_turn_scores, item_labels
 from memlab.eval.metrics.sessions import (SESSION_BUDGET_METRICS, SESSION_METRICS, session_budget_metrics,
                                           session_metrics)
-from memlab.eval.replay import load_any
+from memlab.eval import load_any
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = sorted(glob.glob(str(ROOT / "datasets" / "*.json")))

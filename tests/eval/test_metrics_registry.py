@@ -17,7 +17,7 @@ from memlab.cli import main
 from memlab.eval.metrics import (BOUNDED, CONTEXT_METRICS, RETRIEVAL_METRICS, RowView, compute_metrics, expand,
                                  get_metric, is_bounded, metric_columns, parse_column, register_metric,
                                  registered, unregister_metric)
-from memlab.eval.replay import load_any, replay
+from memlab.eval import load_any, replay
 from memlab.eval.sweep import import_user_module, read_config, run_config
 
 ROOT = Path(__file__).resolve().parents[2]

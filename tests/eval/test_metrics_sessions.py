@@ -15,7 +15,7 @@ from memlab.eval.dataset import Dataset, Dialogue, Probe, Session, Turn
 from memlab.eval.metrics import compute_metrics
 from memlab.eval.metrics.sessions import (session_budget_metrics, session_hit_rate_at_k, session_ndcg_at_k,
                                           session_ranking, session_recall_all_at_k, session_recall_at_k)
-from memlab.eval.replay import load_any, replay
+from memlab.eval import load_any, replay
 
 ROOT = Path(__file__).resolve().parents[2]
 # ranked items -> their sessions: a, a, b, (c and a), d, b

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from memlab import MemlabError, strategies
-from memlab.eval.replay import PARAM_PREFIX, replay
+from memlab.eval.configuration import PARAM_PREFIX
+from memlab.eval.replay import replay
 from memlab.eval.results import load_results, save_results
 
 VOLATILE = ["latency_ms"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from memlab import strategies
 from memlab.eval.answers import Answerer
-from memlab.eval.replay import load_any, replay
+from memlab.eval import load_any, replay
 from memlab.eval.rows import ANSWER_COLUMNS, ROW_COLUMNS, AnswerColumns, ProbeRow
 from memlab.offline.llm import OfflineLLM
 

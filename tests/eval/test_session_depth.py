@@ -13,7 +13,8 @@ import pytest
 from memlab import strategies
 from memlab.decay import Ebbinghaus
 from memlab.eval.dataset import Dataset, Dialogue, Probe, Session, Turn
-from memlab.eval.replay import _ranked, load_any, replay, replay_dialogue
+from memlab.eval import load_any
+from memlab.eval.replay import _ranked, replay, replay_dialogue
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from memlab.eval.replay import load_any, replay
+from memlab.eval import load_any, replay
 from memlab.eval.sweep import configure, sweep
 from memlab.strategies.memory import LongtermStrategy
 

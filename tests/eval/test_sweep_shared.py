@@ -14,7 +14,8 @@ from memlab.eval import replay
 import importlib
 
 replay_module = importlib.import_module("memlab.eval.replay")
-from memlab.eval.replay import load_any, replay_variants, shares_observation
+from memlab.eval import load_any
+from memlab.eval.replay import replay_variants, shares_observation
 from memlab.eval.sweep import _shared_groups, configure, sweep
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from memlab.llm import OpenAIChat
-from memlab.llm.loopback import LoopbackServer, OfflineChat, ScriptedChat
+from memlab.offline.loopback import LoopbackServer, OfflineChat, ScriptedChat
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from memlab.base import ConfigError, MemlabError
-from memlab.llm import OfflineLLM
+from memlab.offline import OfflineLLM
 from memlab.memories.layered import ExtractedMemory, LLMExtractor, RuleBasedExtractor
-from memlab.memories.layered.extraction import parse_extraction
+from memlab.extraction import parse_extraction
 from memlab.records import MemoryRecord
 
 

@@ -8,8 +8,9 @@ import pytest
 
 from memlab.base import ConfigError
 from memlab.eval.paths import datasets_dir
-from memlab.eval.replay import load_any, replay
-from memlab.llm import OfflineLLM, OpenAIChat, ResponseCache
+from memlab.eval import load_any, replay
+from memlab.llm import OpenAIChat, ResponseCache
+from memlab.offline import OfflineLLM
 from memlab.memories.layered import (
     Answer,
     LayeredMemory,
@@ -20,9 +21,10 @@ from memlab.memories.layered import (
     ShortTermMemory,
     Update,
 )
-from memlab.memories.layered.working import DEFAULT_SYSTEM_PROMPT
+from memlab.memories.layered.steps.load import DEFAULT_SYSTEM_PROMPT
 from memlab.records import MemoryRecord
-from memlab.strategies.base import Context, registry
+from memlab.strategies.registry import registry
+from memlab.strategy import Context
 from memlab.testing import check_strategy
 from memlab.tokens import ApproxTokenCounter, TiktokenCounter
 

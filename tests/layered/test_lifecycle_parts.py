@@ -358,7 +358,7 @@ def test_layered_lifecycle_with_an_llm_counts_every_call(server, chat_llm):
 
 # -- the offline stand-in answers the lifecycle prompts with the same rules -----------------------
 def test_offline_llm_answers_merge_abstract_and_gist_like_the_rule_based_parts():
-    from memlab.llm import OfflineLLM
+    from memlab.offline import OfflineLLM
 
     lt, ids = thai_memory()
     rule, llm = Abstractor(min_support=3), LLMAbstractor(OfflineLLM(), min_support=3)

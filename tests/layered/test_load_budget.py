@@ -27,7 +27,7 @@ from memlab.memories.layered import (
     ShortTermMemory,
     WorkingState,
 )
-from memlab.memories.layered.working import CONFLICT_INSTRUCTION, MEMORY_HEADER
+from memlab.memories.layered.steps.load import CONFLICT_INSTRUCTION, MEMORY_HEADER
 from memlab.records import Hit, MemoryRecord
 from memlab.strategies import builtins
 from memlab.testing.doubles import WordCounter

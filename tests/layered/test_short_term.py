@@ -9,7 +9,7 @@ import pytest
 from memlab.base import ConfigError
 from memlab.memories.layered import ExtractiveSummarizer, LLMSummarizer, ShortTermMemory
 from memlab.memories.layered.short_term import SUMMARY_PREFIX
-from memlab.memories.layered.summarize import sentence_score
+from memlab.summarizers import sentence_score
 from memlab.records import MemoryRecord
 from memlab.tokens import ApproxTokenCounter
 
@@ -183,7 +183,7 @@ def test_empty_summary_has_no_record_and_no_sources():
 
 
 def test_llm_summary_sources_are_the_folded_turns_it_lexically_keeps():
-    from memlab.llm import OfflineLLM
+    from memlab.offline import OfflineLLM
 
     llm_stm = ShortTermMemory(max_turns=2, keep_recent=1, summarizer=LLMSummarizer(OfflineLLM()))
     texts = ["ok 1", "ok 2", "I own 33 cats.", "ok 4", "ok 5", "ok 6", "ok 7"]
@@ -200,7 +200,7 @@ def test_llm_summary_sources_are_the_folded_turns_it_lexically_keeps():
 
 
 def test_lexical_attribution_threshold_is_half_of_the_distinct_content_terms():
-    from memlab.memories.layered.summarize import attributed
+    from memlab.summarizers import attributed
 
     recs = [turn(1, "Paris trip booked"), turn(2, "Paris weather cold"), turn(3, "ok")]
     pieces = attributed("The Paris trip is booked for May.", recs, previous=[("Rome visit", ("t0",))])

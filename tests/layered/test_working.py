@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from memlab.base import ConfigError
-from memlab.llm import OfflineLLM
+from memlab.offline import OfflineLLM
 from memlab.memories.layered import (
     Answer,
     Filter,
@@ -26,7 +26,7 @@ from memlab.memories.layered import (
     Update,
     WorkingState,
 )
-from memlab.memories.layered.working import DEFAULT_SYSTEM_PROMPT, MEMORY_HEADER
+from memlab.memories.layered.steps.load import DEFAULT_SYSTEM_PROMPT, MEMORY_HEADER
 from memlab.records import MemoryRecord
 from memlab.retrieval.bm25 import BM25Retriever
 from memlab.retrieval.expansion import ExpansionRetriever, PseudoRelevanceFeedback, QueryExpander

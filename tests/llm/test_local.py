@@ -175,7 +175,7 @@ def test_pickles_without_the_model(llm):
 def test_a_constrained_extraction_answer_is_json_the_step_reads():
     # the turn on which the bundled model wrote a raw newline inside a JSON string before the
     # grammar's strings were made strict (a format error in every extraction of it)
-    from memlab.eval.replay import load_any
+    from memlab.eval import load_any
     from memlab.extraction.llm import parse_extraction
     from memlab.llm.prompts import extract_prompt, extract_schema
 

@@ -6,8 +6,8 @@ import asyncio
 import json
 import math
 
-from memlab.llm import OfflineLLM
-from memlab.llm.offline import inflect
+from memlab.offline import OfflineLLM
+from memlab.offline.llm import inflect
 from memlab.llm.prompts import (
     expand_prompt,
     extract_prompt,
@@ -16,7 +16,7 @@ from memlab.llm.prompts import (
     rewrite_prompt,
     summarize_prompt,
 )
-from memlab.llm.text import stem
+from memlab.text import stem
 from memlab.records import MemoryRecord
 from memlab.tokens import ApproxTokenCounter, TiktokenCounter
 
@@ -92,7 +92,7 @@ def test_deterministic_and_async():
 
 
 def test_question_is_the_text_after_the_last_question_marker():
-    from memlab.llm.offline import question_of
+    from memlab.offline.llm import question_of
 
     assert question_of("Answer briefly.\n\nQuestion: Where did the user stay?") == "Where did the user stay?"
     assert question_of("Question: a?\nQuestion: b?") == "b?"

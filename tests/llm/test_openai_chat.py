@@ -10,7 +10,7 @@ import pytest
 from memlab.base import ConfigError, MemlabError
 from memlab.llm import OpenAIChat, ResponseCache
 from memlab.llm.cache import _canonical, cache_key
-from memlab.llm.loopback import LoopbackServer
+from memlab.offline.loopback import LoopbackServer
 from memlab.llm.openai_chat import MAX_RETRY_AFTER, parse_chat_response, retry_after_seconds
 
 MSGS = [{"role": "user", "content": "hello there world"}]

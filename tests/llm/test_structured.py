@@ -11,12 +11,13 @@ import pytest
 
 from memlab.base import ConfigError
 from memlab.capabilities import Capabilities, capabilities_of
-from memlab.llm import LLMError, OfflineLLM, OpenAIChat, ResponseCache
+from memlab.llm import LLMError, OpenAIChat, ResponseCache
+from memlab.offline import OfflineLLM
 from memlab.llm.base import UsesLLM, for_client
 from memlab.llm.cache import cache_key
 from memlab.llm.grammars import schema_grammar, strict_json_strings
 from memlab.llm.local import LocalLLM
-from memlab.llm.loopback import LoopbackServer, OfflineChat
+from memlab.offline.loopback import LoopbackServer, OfflineChat
 from memlab.llm.openai_chat import response_format
 from memlab.llm.prompts import (
     EXTRACTION_SCHEMA,

@@ -11,7 +11,7 @@ from memlab.retrieval.conflicts import (
     exclude_outdated,
     is_outdated,
 )
-from memlab.retrieval.filters import filter_view, matches
+from memlab.filters import filter_view, matches
 from memlab.retrieval.hybrid import HybridRetriever
 
 

@@ -1,7 +1,7 @@
 
 
 def test_booleans_are_not_numbers_as_in_chromadb():
-    from memlab.retrieval.filters import matches
+    from memlab.filters import matches
 
     assert not matches({"x": True}, {"x": 1})
     assert not matches({"x": 1}, {"x": True})

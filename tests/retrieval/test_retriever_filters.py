@@ -5,7 +5,7 @@ import pytest
 from memlab.base import MemlabError
 from memlab.records import MemoryRecord
 from memlab.retrieval.bm25 import BM25Retriever
-from memlab.retrieval.filters import filter_view, matches
+from memlab.filters import filter_view, matches
 from memlab.retrieval.hybrid import HybridRetriever
 from memlab.retrieval.vector import VectorRetriever
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from memlab.base import MemlabError
-from memlab.retrieval.filters import matches
+from memlab.filters import matches
 from memlab.storage.vector import NumpyVectorStore, VectorStore
 
 chroma = pytest.importorskip("memlab.storage.chroma")

@@ -11,7 +11,7 @@ from .lifecycle import LifecycleUpdate
 from .long_term import LongTermMemory, LongTermRetriever, RepairReport
 from .merge import LLMMerger, Merger
 from .short_term import ShortTermMemory
-from ...summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from ...summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from ...retrieval.llm_expansion import HyDEExpander, LLMQueryRewriter, MultiQueryExpander
 from ...retrieval.llm_filter import LLMRelevanceFilter
 from .steps.answer import Answer

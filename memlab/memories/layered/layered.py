@@ -13,7 +13,7 @@ from ...strategy import Context, Strategy
 from ...extraction import Extractor, LLMExtractor, RuleBasedExtractor
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory
-from ...summarize import LLMSummarizer
+from ...summarizers import LLMSummarizer
 from ...retrieval.llm_filter import LLMRelevanceFilter
 from .steps.answer import Answer
 from .steps.filter import Filter

@@ -24,7 +24,7 @@ from ...base import Param
 from ...records import MemoryRecord
 from .abstraction import Abstractor
 from .merge import Merger
-from ...summarize import pieces_sources, pieces_text
+from ...summarizers import pieces_sources, pieces_text
 from .steps.state import Layers
 from .steps.update import Update, _session
 

@@ -9,7 +9,7 @@ from ...llm.base import LLMUsage, Op, adrive, drive
 from ...llm.counting import TOKEN_COUNTER, resolve_counter
 from ...records import MemoryRecord, Role
 from ...tokens import REPLY_PRIMING_TOKENS, TokenCounter
-from ...summarize import (
+from ...summarizers import (
     ExtractiveSummarizer,
     Summarizer,
     SummaryPiece,

@@ -94,8 +94,10 @@ def config_hash(strategy: str, slice_name: str, record: dict[str, Any], data_sha
     protocol = {**PROTOCOL, "slice": slice_name, "slice_dataset_hash": record["slices"][slice_name]["dataset_hash"],
                 "model": record["model"], "n_ctx": record["n_ctx"], "n_gpu_layers": record["n_gpu_layers"],
                 "answer_tokens": record["answer_tokens"]}
-    if record.get("judge_prompt_sets"):  # the judges' words (name@version); runs before them did not say
-        protocol["judge_prompt_sets"] = record["judge_prompt_sets"]
+    sets = record.get("judge_prompt_sets")
+    if sets:  # the judges' words (name@version) of this slice; runs before them did not say
+        judges = record["slices"][slice_name].get("judges")
+        protocol["judge_prompt_sets"] = {j: sets[j] for j in judges} if judges else sets
     return configuration_hash(strategies.get(strategy, **params), [data_sha256], protocol)
 
 
@@ -239,8 +241,7 @@ def run() -> int:
                 "answer_prompt_tokens": float(tokens.loc[r["strategy"], "answer_prompt_tokens"]),
                 "seconds_per_answer": r["seconds_per_answer"],
                 "judge_seconds_per_answer": r["judge_seconds_per_answer"],
-                "config_hash": config_hash(r["strategy"], name, {**figures, "judge_prompt_sets": {
-                    j: figures["judge_prompt_sets"][j] for j in SLICE_JUDGES[name]}}, sha[name])})
+                "config_hash": config_hash(r["strategy"], name, figures, sha[name])})
 
     rater = loss_rater(results)
     split = study_loss_split(results, rater=rater)

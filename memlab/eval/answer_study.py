@@ -51,7 +51,8 @@ from .dataset import Dataset
 from .loss import loss_split, loss_stage
 from .metrics import summarize
 from .paths import LONGMEMEVAL_ORACLE, locomo_path, longmemeval_path
-from .replay import load_any, replay
+from .dataset_files import load_any
+from .replay import replay
 
 #: The strategies the study compares, in the order tables list them.
 STUDY_STRATEGIES = ("oracle", "full_context", "bm25", "bm25_plus", "hybrid_plus", "layered")
@@ -179,6 +180,22 @@ def answer_study(llm: Any, slices: Mapping[str, Dataset], strategies: Sequence[s
     return pd.concat(parts, ignore_index=True)
 
 
+def record_table(record: Mapping[str, Any]) -> pd.DataFrame:
+    """A recorded study's table (``bench/bench_answers.py``'s ``table``) for reading: one row per
+    slice x strategy, each score as ``"mean [low, high]"`` ("-" where the slice has none),
+    context tokens, seconds per answer and per judged answer."""
+    scores = [m for m in ("judge:lenient", "judge:longmemeval", "locomo_f1", "answer_f1", "context_recall")
+              if any(m in r for r in record["table"])]
+
+    def with_ci(v: Any) -> str:
+        return "-" if not v or v[0] is None else f"{v[0]:.2f} [{v[1]:.2f}, {v[2]:.2f}]"
+
+    return pd.DataFrame([{"slice": r["slice"], "strategy": r["strategy"], "n": r["n"],
+                          **{m: with_ci(r.get(m)) for m in scores},
+                          "context tokens": round(r["context_tokens"]), "s/answer": r["seconds_per_answer"],
+                          "s/judged": r["judge_seconds_per_answer"]} for r in record["table"]])
+
+
 def answered_rows(results: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``answer_study``'s frame where the model produced an answer."""
     return results[results["answered"].astype(bool)]
@@ -264,4 +281,4 @@ def study_agreement(results: pd.DataFrame, f1_threshold: float = 0.5) -> dict[st
 
 __all__ = ["LME_CATEGORIES", "LME_SLICE", "LOCOMO_SLICE", "RATERS", "STUDY_METRICS", "STUDY_STRATEGIES",
            "answer_slices", "answer_study", "answered_rows", "judge_informative", "llm_identity", "loss_rater",
-           "rated_rows", "study_agreement", "study_configs", "study_loss_split", "study_table"]
+           "rated_rows", "record_table", "study_agreement", "study_configs", "study_loss_split", "study_table"]

@@ -37,6 +37,7 @@ from _common import ROOT, machine, table
 
 from memlab.base import MemlabError
 from memlab.eval.answer_study import (
+    SAMPLES,
     STUDY_STRATEGIES,
     answer_slices,
     answer_study,
@@ -143,6 +144,8 @@ def run() -> int:
     ap.add_argument("--locomo-conversations", type=int, default=10)
     ap.add_argument("--locomo-questions", type=int, default=2, help="scored questions per conversation (0: no LoCoMo)")
     ap.add_argument("--lme-questions", type=int, default=20, help="LongMemEval oracle questions (0: none)")
+    ap.add_argument("--sample", default="first", choices=SAMPLES,
+                    help="first: questions in file order; stratified: spread evenly over categories")
     ap.add_argument("--strategies", default=",".join(STUDY_STRATEGIES), help="comma-separated strategy names")
     ap.add_argument("--model", default=None, help="a model name (memlab.llm.models; default: memlab's default)")
     ap.add_argument("--model-path", default=None, help="a GGUF file instead of a named model")
@@ -185,10 +188,11 @@ def run() -> int:
         "device": llm.device(), "model": llm.model_id(), "load_seconds": llm.load_seconds,
         "n_threads": args.n_threads, "n_gpu_layers": args.n_gpu_layers, "n_ctx": args.n_ctx,
         "answer_tokens": args.answer_tokens, "embedder": args.embedder, "strategies": strategies,
-        "context_tokens": context_tokens,
+        "context_tokens": context_tokens, "sample": args.sample,
         "full_context_tokens": args.full_context_tokens, "layered_tokens": args.layered_tokens}
     print(f"device: {figures['device']}; model {figures['model']}; loaded in {llm.load_seconds:.1f} s")
-    slices = answer_slices(args.locomo_conversations, args.locomo_questions, args.lme_questions)
+    slices = answer_slices(args.locomo_conversations, args.locomo_questions, args.lme_questions,
+                           sample=args.sample)
     figures["slices"] = {name: {"dialogues": len(ds.dialogues), "questions": ds.n_probes, "dataset_hash": ds.hash,
                                 "judges": list(SLICE_JUDGES[name])}
                          for name, ds in slices.items()}

@@ -1,9 +1,10 @@
 """The answer-level study: strategies answer a fixed slice of LoCoMo and LongMemEval with one LLM.
 
 ``answer_slices`` builds the slices: the first ``locomo_conversations`` LoCoMo conversations,
-each with its first ``locomo_questions`` scored questions (adversarial ones left out: they have
-no gold answer), and the first ``lme_questions`` questions of LongMemEval oracle dev in
-``lme_categories`` that have evidence turns (one dialogue per question).
+each with ``locomo_questions`` scored questions (adversarial ones left out: they have no gold
+answer), and ``lme_questions`` questions of LongMemEval oracle dev in ``lme_categories`` that
+have evidence turns (one dialogue per question); ``sample`` says which: the first ones in file
+order, or spread evenly over categories (``stratified``).
 
 ``answer_study`` replays each slice with each strategy (``STUDY_STRATEGIES`` by default, as
 configured by ``study_configs``), has ``llm`` answer every question from the context the
@@ -64,10 +65,25 @@ STUDY_METRICS = ("answer_f1", "answer_containment", "judge:lenient", "judge:stri
 LOCOMO_SLICE, LME_SLICE = "LoCoMo", "LongMemEval oracle"
 
 
+#: How ``answer_slices`` picks questions: in file order, or spread evenly over categories.
+SAMPLES = ("first", "stratified")
+
+
 def answer_slices(locomo_conversations: int = 1, locomo_questions: int = 10, lme_questions: int = 10,
-                  lme_categories: Sequence[str] = LME_CATEGORIES) -> dict[str, Dataset]:
+                  lme_categories: Sequence[str] = LME_CATEGORIES, sample: str = "first") -> dict[str, Dataset]:
     """``{"LoCoMo": ..., "LongMemEval oracle": ...}`` (see the module docstring); a slice asked
-    for 0 questions is left out. Raises MemlabError when a needed file is not on this machine."""
+    for 0 questions is left out. Raises MemlabError when a needed file is not on this machine.
+
+    ``sample="first"`` takes questions in file order: each conversation's first
+    ``locomo_questions`` scored questions, and LongMemEval's first ``lme_questions`` questions
+    (the file is grouped by type, so a small slice holds one type). ``sample="stratified"``
+    spreads both over categories, deterministically: conversation i takes its
+    ``locomo_questions`` questions round-robin over LoCoMo categories 1-4, starting at
+    category i mod 4 (each turn of the cycle takes that category's first unused question;
+    a category with none left is skipped), and LongMemEval's questions are taken round-robin
+    over ``lme_categories`` in file order within each type."""
+    if sample not in SAMPLES:
+        raise MemlabError(f"answer_slices: sample must be one of {', '.join(SAMPLES)}, got {sample!r}")
     for name, value in (("locomo_conversations", locomo_conversations), ("locomo_questions", locomo_questions),
                         ("lme_questions", lme_questions)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -79,18 +95,42 @@ def answer_slices(locomo_conversations: int = 1, locomo_questions: int = 10, lme
             raise MemlabError("answer_slices: LoCoMo not found (set MEMLAB_LOCOMO or put locomo10.json in "
                               "../shared/datasets/locomo/); pass locomo_questions=0 to leave it out")
         locomo = load_any(str(path), "locomo")
-        slices[LOCOMO_SLICE] = locomo.subset(dialogues=locomo_conversations,
-                                             categories=[c for c in locomo.categories() if c != "adversarial"],
-                                             max_probes=locomo_questions)
+        scored = [c for c in locomo.categories() if c != "adversarial"]
+        if sample == "first":
+            slices[LOCOMO_SLICE] = locomo.subset(dialogues=locomo_conversations, categories=scored,
+                                                 max_probes=locomo_questions)
+        else:
+            part = locomo.subset(dialogues=locomo_conversations, categories=scored)
+            for i, d in enumerate(part.dialogues):
+                order = scored[i % len(scored):] + scored[:i % len(scored)]
+                d.probes = _round_robin(d.probes, lambda p: p.category, order, locomo_questions)
+            slices[LOCOMO_SLICE] = part
     if lme_questions:
         path = longmemeval_path(LONGMEMEVAL_ORACLE)
         if path is None:
             raise MemlabError(f"answer_slices: LongMemEval {LONGMEMEVAL_ORACLE} not found (set MEMLAB_LONGMEMEVAL "
                               f"or put it in ../shared/datasets/longmemeval/); pass lme_questions=0 to leave it out")
         lme = load_any(str(path), "longmemeval").subset(categories=list(lme_categories))
-        chosen = [d.id for d in lme.dialogues if d.probes and d.probes[0].evidence][:lme_questions]
+        answerable = [d for d in lme.dialogues if d.probes and d.probes[0].evidence]
+        if sample == "first":
+            chosen = [d.id for d in answerable][:lme_questions]
+        else:
+            chosen = [d.id for d in _round_robin(answerable, lambda d: d.probes[0].category,
+                                                 list(lme_categories), lme_questions)]
         slices[LME_SLICE] = lme.subset(dialogues=chosen)
     return slices
+
+
+def _round_robin(items: Sequence[Any], key: Any, order: Sequence[str], n: int) -> list[Any]:
+    """At most ``n`` of ``items``, taken one per category in ``order`` per cycle (each
+    category's items in their given order), returned in their given order."""
+    queues = {c: [i for i, item in enumerate(items) if key(item) == c] for c in order}
+    taken: list[int] = []
+    while len(taken) < n and any(queues.values()):
+        for c in order:
+            if queues[c] and len(taken) < n:
+                taken.append(queues[c].pop(0))
+    return [items[i] for i in sorted(taken)]
 
 
 def study_configs(embedder: str = "e5", full_context_tokens: int = 1500,

@@ -109,6 +109,30 @@ def test_the_slices():
         answer_slices(lme_questions=-1)
 
 
+def test_stratified_slices_spread_over_categories():
+    from collections import Counter
+
+    slices = answer_slices(locomo_conversations=4, locomo_questions=2, lme_questions=7, sample="stratified")
+    locomo = slices[LOCOMO_SLICE]
+    assert [len(d.probes) for d in locomo.dialogues] == [2, 2, 2, 2]
+    # conversation i starts its cycle at category i mod 4, so 8 questions cover all four categories
+    # (a conversation without questions of its turn's category takes the next one's)
+    spread = Counter(p.category for d in locomo.dialogues for p in d.probes)
+    assert set(spread) == {"single-hop", "multi-hop", "temporal", "open-domain"} and max(spread.values()) <= 3
+    first_locomo = answer_slices(locomo_conversations=4, locomo_questions=2)[LOCOMO_SLICE]
+    assert len({p.category for d in first_locomo.dialogues for p in d.probes}) < 4
+    for d in locomo.dialogues:  # probes keep their order in the conversation
+        ids = [p.id for p in d.probes]
+        assert ids == sorted(ids)
+    lme = Counter(d.probes[0].category for d in slices[LME_SLICE].dialogues)
+    assert lme == Counter({"single-session-user": 3, "knowledge-update": 2, "multi-session": 2})
+    # the first-in-file slice of LongMemEval holds one type only: the reason for the option
+    first = answer_slices(locomo_questions=0, lme_questions=7)[LME_SLICE]
+    assert len({d.probes[0].category for d in first.dialogues}) == 1
+    with pytest.raises(MemlabError, match=r"sample must be one of first, stratified, got 'random'"):
+        answer_slices(sample="random")
+
+
 def test_study_with_the_offline_stand_in(offline, slices):
     _common_invariants(offline)
     assert len(offline) == 2 * sum(ds.n_probes for ds in slices.values())

@@ -336,7 +336,8 @@ def judge_agreement(rows: Any, f1_threshold: float = 0.5) -> tuple[Any, Any]:
 
     Returns ``(accuracy, pairs)``: ``accuracy`` has one row per judge prompt (``judge``,
     ``accuracy`` = mean label over labelled rows, ``n_labelled``, ``unreadable`` = NaN labels
-    where an answer existed, ``prompt_set`` = its ``judge_prompt_set:<name>`` and
+    where an answer existed and the judge saw the row (its ``judge_prompt_set:<name>`` is set,
+    when the column exists), ``prompt_set`` = its ``judge_prompt_set:<name>`` and
     ``judge_model``, None where the rows do not say) plus a ``token_f1>=T`` row
     (``answer_f1 >= f1_threshold`` as a label, no prompt set nor model); ``pairs`` one row per pair of those columns (``a``, ``b``, ``kappa``, ``agreement``
     = share of rows labelled alike, ``n``). The spread of accuracy across prompts is
@@ -355,9 +356,13 @@ def judge_agreement(rows: Any, f1_threshold: float = 0.5) -> tuple[Any, Any]:
     for name, values in labels.items():
         kept = [v for v in values if not _isnan(v)]
         judged = name != f1_name
+        # a row that this judge never saw (another slice's rows, concatenated) is not unreadable:
+        # judge_rows names the set on every row it judged
+        seen = (rows[f"judge_prompt_set:{name}"].notna().tolist() if judged and f"judge_prompt_set:{name}" in rows
+                else [True] * len(values))
         acc.append({"judge": name, "accuracy": sum(kept) / len(kept) if kept else float("nan"),
                     "n_labelled": len(kept),
-                    "unreadable": int(sum(1 for v, ok in zip(values, answered) if ok and _isnan(v))),
+                    "unreadable": int(sum(1 for v, ok, s in zip(values, answered, seen) if ok and s and _isnan(v))),
                     "prompt_set": _first(rows, f"judge_prompt_set:{name}") if judged else None,
                     "judge_model": _first(rows, "judge_model") if judged else None})
     pairs = []

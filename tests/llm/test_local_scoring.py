@@ -83,6 +83,11 @@ def test_judge_agreement_tables():
     table = judge_agreement(named)[0][["prompt_set", "judge_model"]].values.tolist()
     assert [[v if isinstance(v, str) else None for v in r] for r in table] == [
         ["lenient@v1", "m"], [None, "m"], [None, None]]
+    # rows from a slice the strict judge never saw (no prompt set named) are not unreadable
+    partial = _rows().assign(**{"judge_prompt_set:strict": ["strict@v1", "strict@v1", None, None, "strict@v1"]})
+    assert judge_agreement(partial)[0].set_index("judge").loc["strict", "unreadable"] == 0
+    seen = _rows().assign(**{"judge_prompt_set:strict": "strict@v1"})
+    assert judge_agreement(seen)[0].set_index("judge").loc["strict", "unreadable"] == 1
     got = {(r["a"], r["b"]): r for r in pairs.to_dict("records")}
     assert got[("lenient", "strict")]["agreement"] == 0.5 and got[("lenient", "strict")]["n"] == 2
     assert got[("lenient", "strict")]["kappa"] == 0.0   # p_o = .5, p_e = 1 * .5

@@ -14,6 +14,11 @@
     memlab --version
 
 Bad input ends with one line on stderr and exit status 2; no traceback.
+
+This module parses, dispatches to library verbs and turns errors into exit codes. What it
+prints is built by the library: ``memlab.eval.report`` (the eval record and its text),
+``memlab.eval.sweep_outputs.summary_text`` and ``memlab.strategies.introspect``. It is a
+little over 400 lines because the five commands' flags and help texts live here, in one place.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 EXIT_USAGE = 2
@@ -220,11 +226,12 @@ def _loader_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from .base import MemlabError
-    from .eval.report import eval_report
+    from .eval.report import eval_report, report_text
     from .eval.results import save_results
     from .eval.streaming import StreamedDataset, open_dataset, replay_any
     from .eval.sweep import import_user_module
     from .strategies import get
+    from .strategies.introspect import check_name
 
     if args.k < 1:
         raise _UsageError(f"memlab eval: --k must be at least 1, got {args.k}")
@@ -237,7 +244,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise _UsageError(f"memlab eval: --budget must be a positive number of tokens, got {bad[0]}")
     for module in args.imports:
         import_user_module(module)
-    _check_strategy_name(args.strategy)  # before the dataset is read
+    check_name(args.strategy, _experiment_folders())  # before the dataset is read
     if args.format is not None:
         from .eval.loaders import get_loader
 
@@ -279,10 +286,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     result = eval_report(rows, dataset, strategy=args.strategy, k=args.k, budgets=budgets, seconds=seconds,
                          judge=judge, calibration=calibration, refusal=refusal,
                          allow_uncalibrated_judge=args.allow_uncalibrated_judge, data=[args.dataset])
-    if args.json:
-        print(json.dumps(result, sort_keys=False))
-    else:
-        _print_summary(result, rows, args.k)
+    print(json.dumps(result, sort_keys=False) if args.json else report_text(result, rows, args.k))
     return 0
 
 
@@ -292,11 +296,12 @@ def _calibrate_judge(judge: Any, args: argparse.Namespace) -> tuple[dict[str, An
     cannot be calibrated, ends the command (exit 2) unless --allow-uncalibrated-judge."""
     from .base import MemlabError
     from .eval.calibration import calibrate, gate, summary_line
+    from .eval.progress import step_bar
 
     override = " (--allow-uncalibrated-judge: used anyway)"
     hint = "; pass --allow-uncalibrated-judge to use it anyway"
     try:
-        calibration = calibrate(judge, progress=_calibration_progress() if _show_progress(args) else None)
+        calibration = calibrate(judge, progress=step_bar("judge calibration") if _show_progress(args) else None)
     except MemlabError as exc:
         if not args.allow_uncalibrated_judge:
             raise _UsageError(f"memlab eval: --judge-llm: the judge cannot be calibrated: {exc}{hint}") from None
@@ -312,74 +317,9 @@ def _calibrate_judge(judge: Any, args: argparse.Namespace) -> tuple[dict[str, An
     return calibration, refusal
 
 
-def _calibration_progress() -> Any:
-    from tqdm import tqdm
-
-    bar: dict[str, Any] = {}
-
-    def step(done: int, total: int) -> None:
-        if "bar" not in bar:
-            bar["bar"] = tqdm(total=total, desc="judge calibration", file=sys.stderr)
-        bar["bar"].update(1)
-        if done == total:
-            bar["bar"].close()
-
-    return step
-
-
-def _print_summary(result: dict[str, Any], rows: Any, k: int) -> None:
-    from .eval.metrics import summarize
-
-    print(f"strategy {result['strategy']} on {result['dataset']} "
-          f"({result['n_dialogues']} dialogues, {result['n_probes']} probes, {result['n_scored']} scored, "
-          f"{result['n_failed']} failed, {result['seconds']} s)")
-    if result["n_failed"]:
-        first = rows["error"].dropna().iloc[0]
-        print(f"  {result['n_failed']} probe(s) failed (metrics NaN, rows keep 'error'); first: {first}")
-    print(f"dataset report: {result['dataset_report']['summary']}")
-    from .eval.metrics import COST_COLUMNS, is_metric_column, nan_notes, nan_reason, parse_column, report_columns
-
-    missing = []
-    for name, value in result.items():
-        if is_metric_column(name) or name in COST_COLUMNS or name.startswith(("llm_", "stale_")):
-            if value is None:
-                missing.append(name)
-                continue
-            ci = result["ci"].get(name)
-            interval = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
-            print(f"  {name:<26} {value:.4f}{interval}" if isinstance(value, float) else f"  {name:<26} {value}")
-    if result.get("locomo_f1") is not None:  # the field's disputes turn on the adversarial rule: say it
-        from .eval.locomo_score import CATEGORY5_POLICY
-
-        print(f"  note: {CATEGORY5_POLICY}")
-    if result.get("judge_prompt_set"):
-        print(f"  judge: {result['judge_prompt_set']} prompts, model {result['judge_model']}")
-        cal, gate = result.get("judge_calibration"), result.get("judge_gate") or {}
-        if cal:
-            print(f"  judge calibration: accuracy {cal['accuracy']:.3f} on {cal['n_pairs']} pairs, CORRECT-label "
-                  f"rate {cal['label_rate']:.3f}, kappa vs LoCoMo F1>={cal['f1_threshold']} "
-                  f"{'n/a' if cal['kappa_f1'] is None else format(cal['kappa_f1'], '.3f')}")
-        if gate.get("override"):
-            print(f"  judge gate OVERRIDDEN (--allow-uncalibrated-judge): {gate.get('reason')}")
-    for name in missing:  # a NaN mean is never printed without its reason
-        why = "no scored probes" if not result["n_scored"] else f"no probe has a value: {nan_reason(name)}"
-        if name == "stale_rate":
-            why = "no probe names stale evidence"
-        print(f"  {name:<26} n/a  ({why})")
-    if "category" in rows and rows["category"].notna().any():
-        cols = [c for c in report_columns(rows.columns, brief=True) if parse_column(c).k in (None, k)]
-        cols += ["context_tokens"] if "context_tokens" in rows else []
-        table = summarize(rows, by=["strategy"], metrics=cols, per_category=True).drop(columns=["strategy"])
-        print()
-        print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}", na_rep="n/a"))
-        for note in nan_notes(table, by=["category"]):
-            print(f"note: {note}")
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from .eval.sweep import read_config, run_config
+    from .eval.sweep_outputs import summary_text
 
     path = Path(args.config)
     config = read_config(path)
@@ -388,24 +328,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         output = (Path("runs") / path.stem).resolve()
     result = run_config(config, base_dir=path.parent, output=output, n_jobs=args.n_jobs, where=str(path),
                         progress=_show_progress(args), fresh=args.fresh)
-    from .eval.compare import to_markdown
-
-    from .eval.metrics import nan_notes, parse_column, report_columns
-
-    brief = report_columns(result.summary.columns, brief=True)  # the registry's brief metrics
-    ks = sorted({p.k for p in map(parse_column, brief) if p.k is not None})
-    k = 5 if 5 in ks or not ks else ks[-1]
-    wanted = ["n_scored", "n_failed", *[c for c in brief if parse_column(c).k in (None, k)],
-              "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
-    from .eval.headline import headline, ranked_summary
-
-    top = headline(result.results)
-    table = ranked_summary(result.summary, top.metric, wanted)
-    print(to_markdown(table))
-    for note in nan_notes(table):
-        print(f"note: {note}")
-    print()
-    print("\n".join(top.sentences()))
+    print(summary_text(result))
     if result.output is not None:
         print(f"\nwrote {result.output.resolve()} (summary.md has every metric)")
     if result.cells is not None:
@@ -428,6 +351,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_strategies(args: argparse.Namespace) -> int:
     from .eval.sweep import import_user_module
     from .strategies import registry
+    from .strategies.introspect import parameter_lines
 
     added: dict[str, list[str]] = {}
     for module in args.imports:
@@ -442,96 +366,18 @@ def cmd_strategies(args: argparse.Namespace) -> int:
                                  "registers no new strategy (its names may already be registered)"))
         for name in names:
             print(f"\n{name}")
-            for line in _strategy_parameters(registry.factory(name), name):
+            for line in parameter_lines(registry.factory(name), name):
                 print(f"  {line}")
     return 0
 
 
-def _strategy_parameters(factory: Any, name: str) -> list[str]:
-    """The lines ``memlab strategies --import`` prints for one strategy: the factory's
-    arguments with their defaults, then every nested ``--set`` key of the strategy it
-    builds with those defaults (its ``get_params``), components shown by class name."""
-    import inspect
-
-    from .base import Component
-
-    lines = ["arguments (--set NAME=VALUE):"]
-    try:
-        signature = inspect.signature(factory)
-    except (TypeError, ValueError):
-        signature = None
-    if signature is not None:
-        for p in signature.parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                lines.append(f"  {'*' if p.kind is p.VAR_POSITIONAL else '**'}{p.name}")
-            else:
-                default = "(required)" if p.default is p.empty else f"= {p.default!r}"
-                lines.append(f"  {p.name} {default}")
-    try:
-        built = factory()
-    except Exception as exc:  # required arguments, or a failing default: the arguments are what we know
-        lines.append(f"nested parameters: not shown (building {name} with its defaults failed: "
-                     f"{type(exc).__name__}: {exc})")
-        return lines
-    if isinstance(built, Component):
-        lines.append("nested parameters (--set KEY=VALUE):")
-        for key, value in built.get_params(deep=True).items():
-            shown = f"{type(value).__name__}(...)" if isinstance(value, Component) else repr(value)
-            lines.append(f"  {key} = {shown}")
-    return lines
-
-
-def _check_strategy_name(name: str) -> None:
-    """An unregistered strategy name fails before any work, with a did-you-mean and, when a
-    file in the checkout's ``experiments/`` registers that name, the ``--import`` that loads it."""
-    from .base import ConfigError
-    from .strategies import registry
-
-    try:
-        registry.factory(name)
-    except ConfigError as exc:
-        defining = _modules_registering(name)
-        if defining:
-            raise ConfigError(f"unknown strategy {name!r}: {' and '.join(defining)} registers it; add "
-                              f"--import {defining[0]}") from None
-        raise
-
-
-def _modules_registering(name: str) -> list[str]:
-    """The ``experiments/*.py`` files (of the current folder and of the memlab checkout) whose
-    text registers ``name`` (``register("name")`` in any spelling); read as text, never imported.
-    Paths are relative to the current folder where possible."""
-    import re
-    from pathlib import Path
-
+def _experiment_folders() -> list[Path]:
+    """Where an unknown ``--strategy`` name is looked for (as text, never imported): the
+    ``experiments/`` folders of the current folder and of the memlab checkout."""
     from .eval.paths import repo_root
 
-    pattern = re.compile(r"""register\(\s*(?:name\s*=\s*)?(['"])""" + re.escape(name) + r"\1")
-    folders = [Path("experiments")]
     root = repo_root()
-    if root is not None:
-        folders.append(root / "experiments")
-    found: list[str] = []
-    seen: set[Path] = set()
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.glob("*.py")):
-            real = path.resolve()
-            if real in seen:
-                continue
-            seen.add(real)
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if pattern.search(text):
-                try:
-                    shown = str(real.relative_to(Path.cwd().resolve()))
-                except ValueError:
-                    shown = str(real)
-                found.append(shown)
-    return found
+    return [Path("experiments")] + ([root / "experiments"] if root is not None else [])
 
 
 def _version_line() -> str:

@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "plot_metric_vs_param": "plots", "plot_pareto": "plots", "plot_by_category": "plots",
     "plot_metric_at_k": "plots", "pareto_front": "plots",
     "save_results": "results", "load_results": "results", "run_provenance": "provenance",
-    "eval_report": "report",
+    "eval_report": "report", "report_text": "report",
     "inspect_probes": "probe_table", "ProbeTable": "probe_table", "miss_reasons": "diagnosis",
     "miss_counts": "diagnosis", "miss_crosstab": "diagnosis", "question_type": "question_form",
 }

@@ -18,7 +18,10 @@ so a notebook gets the same record as the command line. Keys, in order:
 - ``seconds``: the replay's wall time, rounded to ms;
 - ``provenance``: ``memlab.eval.provenance.run_provenance`` of this process over ``data``.
 
-The verb computes and returns; it prints nothing and writes nothing.
+The verb computes and returns; it prints nothing and writes nothing. ``report_text(result,
+rows, k)`` renders the record as the text ``memlab eval`` prints without ``--json``: the head
+line, the dataset report, one line per mean (with its interval; a missing mean with its
+reason), the judge's figures, and the per-category table when the rows have categories.
 """
 
 from __future__ import annotations
@@ -96,6 +99,57 @@ def metric_names(k: int, budgets: Sequence[int]) -> list[str]:
     return expand(metrics, [k], budgets) + list(COST_COLUMNS)
 
 
+def report_text(result: dict[str, Any], rows: pd.DataFrame, k: int) -> str:
+    """The record of ``eval_report`` as the text ``memlab eval`` prints (module docstring);
+    ``rows``: the replay's rows (the first error, the per-category table), ``k``: the run's
+    cut-off (the table's columns)."""
+    from .metrics import (COST_COLUMNS, is_metric_column, nan_notes, nan_reason, parse_column, report_columns,
+                          summarize)
+
+    out = [f"strategy {result['strategy']} on {result['dataset']} "
+           f"({result['n_dialogues']} dialogues, {result['n_probes']} probes, {result['n_scored']} scored, "
+           f"{result['n_failed']} failed, {result['seconds']} s)"]
+    if result["n_failed"]:
+        first = rows["error"].dropna().iloc[0]
+        out.append(f"  {result['n_failed']} probe(s) failed (metrics NaN, rows keep 'error'); first: {first}")
+    out.append(f"dataset report: {result['dataset_report']['summary']}")
+    missing = []
+    for name, value in result.items():
+        if is_metric_column(name) or name in COST_COLUMNS or name.startswith(("llm_", "stale_")):
+            if value is None:
+                missing.append(name)
+                continue
+            ci = result["ci"].get(name)
+            interval = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
+            out.append(f"  {name:<26} {value:.4f}{interval}" if isinstance(value, float) else f"  {name:<26} {value}")
+    if result.get("locomo_f1") is not None:  # the field's disputes turn on the adversarial rule: say it
+        from .locomo_score import CATEGORY5_POLICY
+
+        out.append(f"  note: {CATEGORY5_POLICY}")
+    if result.get("judge_prompt_set"):
+        out.append(f"  judge: {result['judge_prompt_set']} prompts, model {result['judge_model']}")
+        cal, gate = result.get("judge_calibration"), result.get("judge_gate") or {}
+        if cal:
+            out.append(f"  judge calibration: accuracy {cal['accuracy']:.3f} on {cal['n_pairs']} pairs, CORRECT-label "
+                       f"rate {cal['label_rate']:.3f}, kappa vs LoCoMo F1>={cal['f1_threshold']} "
+                       f"{'n/a' if cal['kappa_f1'] is None else format(cal['kappa_f1'], '.3f')}")
+        if gate.get("override"):
+            out.append(f"  judge gate OVERRIDDEN (--allow-uncalibrated-judge): {gate.get('reason')}")
+    for name in missing:  # a NaN mean is never printed without its reason
+        why = "no scored probes" if not result["n_scored"] else f"no probe has a value: {nan_reason(name)}"
+        if name == "stale_rate":
+            why = "no probe names stale evidence"
+        out.append(f"  {name:<26} n/a  ({why})")
+    if "category" in rows and rows["category"].notna().any():
+        cols = [c for c in report_columns(rows.columns, brief=True) if parse_column(c).k in (None, k)]
+        cols += ["context_tokens"] if "context_tokens" in rows else []
+        table = summarize(rows, by=["strategy"], metrics=cols, per_category=True).drop(columns=["strategy"])
+        out.append("")
+        out.append(table.to_string(index=False, float_format=lambda x: f"{x:.4f}", na_rep="n/a"))
+        out += [f"note: {note}" for note in nan_notes(table, by=["category"])]
+    return "\n".join(out)
+
+
 def _num(v: Any) -> Any:
     """A JSON-ready scalar: numpy scalars as Python ones, NaN as None."""
     if hasattr(v, "item"):
@@ -105,4 +159,4 @@ def _num(v: Any) -> Any:
     return v
 
 
-__all__ = ["eval_report", "metric_names"]
+__all__ = ["eval_report", "metric_names", "report_text"]

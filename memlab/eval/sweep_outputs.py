@@ -1,6 +1,7 @@
 """A sweep's result and what is written from it: results.parquet, summary.csv, summary.md
 (``summary_markdown``), provenance.json and one figure per [[plots]] entry (``make_plot``,
-file names from ``plot_file_name``), all renamed into place together."""
+file names from ``plot_file_name``), all renamed into place together; ``summary_text``: the
+ranked table and headline ``memlab sweep`` prints."""
 
 from __future__ import annotations
 
@@ -69,6 +70,25 @@ def plot_file_name(n: int, plot: Mapping[str, Any]) -> str:
     if kind == "pareto" and plot.get("x") is None and plot.get("y") is None:
         what = f"{plot.get('metric', 'recall')}@Btok"
     return f"{n:02d}_{kind}_{what}.png" if what else f"{n:02d}_{kind}.png"
+
+
+def summary_text(result: SweepResult) -> str:
+    """What ``memlab sweep`` prints of a result: the ranked table of the registry's brief
+    metrics at one k (5 if swept, else the largest) with the counts and costs, its NaN notes,
+    then the headline's sentences."""
+    from .compare import to_markdown
+    from .headline import headline, ranked_summary
+    from .metrics import nan_notes, parse_column, report_columns
+
+    brief = report_columns(result.summary.columns, brief=True)  # the registry's brief metrics
+    ks = sorted({p.k for p in map(parse_column, brief) if p.k is not None})
+    k = 5 if 5 in ks or not ks else ks[-1]
+    wanted = ["n_scored", "n_failed", *[c for c in brief if parse_column(c).k in (None, k)],
+              "context_tokens", "llm_prompt_tokens", "llm_completion_tokens"]
+    top = headline(result.results)
+    table = ranked_summary(result.summary, top.metric, wanted)
+    return "\n".join([to_markdown(table), *[f"note: {note}" for note in nan_notes(table)], "",
+                      "\n".join(top.sentences())])
 
 
 def summary_markdown(result: SweepResult) -> str:

@@ -115,7 +115,8 @@ class Retriever(Component):
                 child.add(missing)
 
     def _adopted(self, records: list[MemoryRecord]) -> None:
-        """Hook: ``records`` were taken over from a wrapped retriever."""
+        """Hook: ``records`` were taken over from a wrapped retriever (and, for a
+        ``WrapperRetriever``, added through it)."""
 
     def remove(self, ids: Iterable[str]) -> None:
         """Forget ``ids``; unknown ids are ignored."""
@@ -196,22 +197,55 @@ class Retriever(Component):
 CANDIDATES = Param(int, ge=1)
 
 
+_NOT_GIVEN: Any = object()
+
+
 class WrapperRetriever(Retriever):
     """A retriever around another one (``self.retriever``): indexing is delegated to it.
 
-    Subclasses set ``self.retriever`` and re-score, filter or fuse in ``search``; records
-    added or removed through the wrapper reach the wrapped retriever (and, for a hybrid,
-    every child).
+    What every wrapper shares is here. ``WrapperRetriever.__init__(self, retriever, **params)``
+    stores the wrapped retriever and the wrapper's own parameters (each checked against
+    ``constraints`` as it is set, in the order given) and runs ``_on_params_changed``, where a
+    wrapper rebuilds its derived state and calls ``self._sync([self.retriever])`` (so the
+    wrapper and the wrapped retriever hold the same records; a wrapper of a filled retriever
+    takes its records over). Records added, removed or reset through the wrapper reach the
+    wrapped retriever (and, for a hybrid, every child); records the wrapper takes in, added
+    through it or taken over, are passed to ``_adopted``. ``search`` checks ``k`` and
+    ``where`` and answers ``[]`` for ``k == 0`` or an empty index before calling ``_search``,
+    where a subclass re-scores, filters or fuses. A subclass may instead set its attributes
+    itself (calling ``super().__init__()`` with no argument) and override ``search`` whole;
+    one without ``_on_params_changed`` is rebuilt by ``set_params`` through its constructor.
     """
 
     retriever: Retriever
     constraints = {"retriever": Param(Retriever)}
 
+    def __init__(self, retriever: Any = _NOT_GIVEN, **params: Any) -> None:
+        super().__init__()
+        if retriever is _NOT_GIVEN:  # the subclass sets its attributes itself
+            return
+        self.retriever = retriever
+        for name, value in params.items():
+            setattr(self, name, value)
+        self._on_params_changed()
+
     def _add(self, records: list[MemoryRecord]) -> None:
         self.retriever.add(records)
+        self._adopted(records)
 
     def _remove(self, ids: list[str]) -> None:
         self.retriever.remove(ids)
 
     def _clear(self) -> None:
         self.retriever.reset()
+
+    def search(self, query: str, k: int = 5, *, where: Where | None = None,
+               now: float | None = None) -> list[Hit]:
+        k = self._check_search(k, where)
+        if k == 0 or not self._records:
+            return []
+        return self._search(query, k, where=where, now=now)
+
+    def _search(self, query: str, k: int, *, where: Where | None, now: float | None) -> list[Hit]:
+        """The wrapper's search for a checked ``k`` >= 1 over a non-empty index."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither search nor _search")

@@ -106,18 +106,12 @@ class ExcludeOutdated(WrapperRetriever):
     name = "current"
 
     def __init__(self, retriever: Retriever):
-        super().__init__()
-        self.retriever = retriever
-        self._on_params_changed()
+        super().__init__(retriever)
 
     def _on_params_changed(self) -> None:
         self._sync([self.retriever])
 
-    def search(self, query: str, k: int = 5, *, where: Where | None = None,
-               now: float | None = None) -> list[Hit]:
-        k = self._check_search(k, where)
-        if k == 0 or not self._records:
-            return []
+    def _search(self, query: str, k: int, *, where: Where | None, now: float | None) -> list[Hit]:
         n = k
         while True:
             hits = self.retriever.search(query, n, where=where, now=now)

@@ -77,7 +77,6 @@ class SessionFusionRetriever(WrapperRetriever):
     name = "session_fusion"
 
     constraints = {
-        "retriever": Param(Retriever),
         "session_retriever": Param(Retriever, none=True),
         "weight": Param(float, ge=0, le=1),
         "candidates": Param(int, ge=1),
@@ -87,16 +86,10 @@ class SessionFusionRetriever(WrapperRetriever):
 
     def __init__(self, retriever: Retriever, session_retriever: Retriever | None = None, weight: float = 0.5,
                  candidates: int = 100, pull: int = 0, date: bool = True):
-        super().__init__()
-        self.retriever = retriever
-        self.session_retriever = session_retriever
-        self.weight = weight
-        self.candidates = candidates
-        self.pull = pull
-        self.date = date
         self._sessions = _Sessions()
         self._dirty: set[str] = set()
-        self._on_params_changed()
+        super().__init__(retriever, session_retriever=session_retriever, weight=weight, candidates=candidates,
+                         pull=pull, date=date)
 
     def _on_params_changed(self) -> None:
         from .bm25 import BM25Retriever
@@ -106,25 +99,20 @@ class SessionFusionRetriever(WrapperRetriever):
             tokenizer=Tokenizer(stopwords="english", stemmer="porter", chinese="char+bigram")))
         self._units.reset()
         self._sessions.clear()
-        self._sync([self.retriever])
-        for r in self._records.values():
-            self._dirty.add(self._sessions.add(r))
-
-    def _add(self, records: list[MemoryRecord]) -> None:
-        self.retriever.add(records)
-        self._adopted(records)
+        self._adopted(self.records())
+        self._sync([self.retriever])  # records taken over from the wrapped retriever are _adopted
 
     def _adopted(self, records: list[MemoryRecord]) -> None:
         for r in records:
             self._dirty.add(self._sessions.add(r))
 
     def _remove(self, ids: list[str]) -> None:
-        self.retriever.remove(ids)
+        super()._remove(ids)
         for i in ids:
             self._dirty.add(self._sessions.remove(i))
 
     def _clear(self) -> None:
-        self.retriever.reset()
+        super()._clear()
         self._units.reset()
         self._sessions.clear()
         self._dirty = set()
@@ -150,11 +138,7 @@ class SessionFusionRetriever(WrapperRetriever):
             self._units.add(fresh)
         self._dirty = set()
 
-    def search(self, query: str, k: int = 5, *, where: Where | None = None,
-               now: float | None = None) -> list[Hit]:
-        k = self._check_search(k, where)
-        if k == 0 or not self._records:
-            return []
+    def _search(self, query: str, k: int, *, where: Where | None, now: float | None) -> list[Hit]:
         self._flush()
         turns = self.retriever.search(query, max(k, self.candidates), where=where, now=now)
         n_sessions = len(self._sessions.members)
@@ -201,7 +185,6 @@ class NeighbourWindowRetriever(WrapperRetriever):
     name = "window"
 
     constraints = {
-        "retriever": Param(Retriever),
         "radius": Param(int, ge=0),
         "decay": Param(float, ge=0, le=1),
         "expand": Param(int, ge=0),
@@ -210,43 +193,28 @@ class NeighbourWindowRetriever(WrapperRetriever):
 
     def __init__(self, retriever: Retriever, radius: int = 1, decay: float = 0.5, expand: int = 10,
                  candidates: int = 50):
-        super().__init__()
-        self.retriever = retriever
-        self.radius = radius
-        self.decay = decay
-        self.expand = expand
-        self.candidates = candidates
         self._sessions = _Sessions()
-        self._on_params_changed()
+        super().__init__(retriever, radius=radius, decay=decay, expand=expand, candidates=candidates)
 
     def _on_params_changed(self) -> None:
         self._sessions.clear()
-        self._sync([self.retriever])
-        for r in self._records.values():
-            self._sessions.add(r)
-
-    def _add(self, records: list[MemoryRecord]) -> None:
-        self.retriever.add(records)
-        self._adopted(records)
+        self._adopted(self.records())
+        self._sync([self.retriever])  # records taken over from the wrapped retriever are _adopted
 
     def _adopted(self, records: list[MemoryRecord]) -> None:
         for r in records:
             self._sessions.add(r)
 
     def _remove(self, ids: list[str]) -> None:
-        self.retriever.remove(ids)
+        super()._remove(ids)
         for i in ids:
             self._sessions.remove(i)
 
     def _clear(self) -> None:
-        self.retriever.reset()
+        super()._clear()
         self._sessions.clear()
 
-    def search(self, query: str, k: int = 5, *, where: Where | None = None,
-               now: float | None = None) -> list[Hit]:
-        k = self._check_search(k, where)
-        if k == 0 or not self._records:
-            return []
+    def _search(self, query: str, k: int, *, where: Where | None, now: float | None) -> list[Hit]:
         inner = self.retriever.search(query, max(k, self.candidates), where=where, now=now)
         best: dict[str, list] = {}  # id -> [score, order, components, from_neighbour]
         order = 0
@@ -295,24 +263,15 @@ class SessionDiversityRetriever(WrapperRetriever):
 
     name = "diversity"
 
-    constraints = {"retriever": Param(Retriever), "penalty": Param(float, ge=0, le=1),
-                   "candidates": Param(int, ge=1)}
+    constraints = {"penalty": Param(float, ge=0, le=1), "candidates": Param(int, ge=1)}
 
     def __init__(self, retriever: Retriever, penalty: float = 0.3, candidates: int = 100):
-        super().__init__()
-        self.retriever = retriever
-        self.penalty = penalty
-        self.candidates = candidates
-        self._on_params_changed()
+        super().__init__(retriever, penalty=penalty, candidates=candidates)
 
     def _on_params_changed(self) -> None:
         self._sync([self.retriever])
 
-    def search(self, query: str, k: int = 5, *, where: Where | None = None,
-               now: float | None = None) -> list[Hit]:
-        k = self._check_search(k, where)
-        if k == 0 or not self._records:
-            return []
+    def _search(self, query: str, k: int, *, where: Where | None, now: float | None) -> list[Hit]:
         inner = self.retriever.search(query, max(k, self.candidates), where=where, now=now)
         seen: dict[str, int] = {}
         scored = []

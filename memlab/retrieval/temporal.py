@@ -202,28 +202,18 @@ class TimeBoostRetriever(WrapperRetriever):
     name = "time"
 
     constraints = {
-        "retriever": Param(Retriever),
         "weight": Param(float, ge=0),
         "slack_days": Param(float, ge=0),
         "candidates": Param(int, ge=1),
     }
 
     def __init__(self, retriever: Retriever, weight: float = 0.3, slack_days: float = 1.0, candidates: int = 50):
-        super().__init__()
-        self.retriever = retriever
-        self.weight = weight
-        self.slack_days = slack_days
-        self.candidates = candidates
-        self._on_params_changed()
+        super().__init__(retriever, weight=weight, slack_days=slack_days, candidates=candidates)
 
     def _on_params_changed(self) -> None:
         self._sync([self.retriever])
 
-    def search(self, query: str, k: int = 5, *, where: Where | None = None,
-               now: float | None = None) -> list[Hit]:
-        k = self._check_search(k, where)
-        if k == 0 or not self._records:
-            return []
+    def _search(self, query: str, k: int, *, where: Where | None, now: float | None) -> list[Hit]:
         when = now if now is not None else self.newest_timestamp
         ranges = time_ranges(query, when) if when is not None and self.weight > 0 else []
         if not ranges:

@@ -67,6 +67,20 @@ def test_every_built_in_per_row_function_equals_its_column():
                 assert (math.isnan(want) and math.isnan(got)) or want == got, (n, col)
 
 
+def test_every_built_in_block_has_its_batch_function_beside_its_metrics():
+    """compute_metrics fills a built-in block with the batch function its module registers
+    next to the per-row functions (both score with one function), not with a second copy."""
+    from memlab.eval.metrics.registry import batch_fill
+
+    blocks = {m.batch for m in registered() if m.batch is not None and m.fn is not None}
+    assert blocks == {"turn_budget", "turns", "context", "sessions", "longmemeval"}
+    for block in blocks:
+        fill = batch_fill(block)
+        assert fill is not None, block
+        assert {m.fn.__module__ for m in registered(batch=block)} == {fill.__module__}, block
+    assert batch_fill(None) is None and batch_fill("no_such_block") is None
+
+
 def test_registration_is_validated():
     with pytest.raises(MemlabError, match="view must be one of"):
         register_metric("x", lambda row, k: 0.0, view="ranked")

@@ -184,3 +184,17 @@ def test_session_diversity_formula():
         assert hits[h.id].score == pytest.approx(h.score * 0.5 ** j)
         assert hits[h.id].components["diversity"]["same_session_above"] == j
     assert "hits_obey_the_contract" in check_retriever(SessionDiversityRetriever(BM25Retriever()))
+
+
+@pytest.mark.parametrize("make", [SessionFusionRetriever, NeighbourWindowRetriever], ids=["fusion", "window"])
+def test_a_session_wrapper_of_a_filled_retriever_holds_each_turn_once(make):
+    """Wrapping a retriever that already holds records (``WrapperRetriever._sync``): each turn
+    joins its session once, as when the records are added through the wrapper."""
+    filled = BM25Retriever()
+    filled.add(records())
+    taken_over, added = make(filled), make(BM25Retriever())
+    added.add(records())
+    assert taken_over._sessions.members == added._sessions.members
+    assert all(len(ids) == len(set(ids)) for ids in taken_over._sessions.members.values())
+    assert [(h.id, h.score) for h in taken_over.search("pasta sauce", 5)] == \
+        [(h.id, h.score) for h in added.search("pasta sauce", 5)]

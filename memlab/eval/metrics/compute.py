@@ -1,10 +1,11 @@
 """``compute_metrics``: every registered metric of the asked views, one column each.
 
-Built-in metrics are filled by one pass over plain lists per row (``turns.retrieval_into``,
-``turns.budget_into``, ``turns.context_into``, ``sessions.session_into``: the same
-arithmetic as their per-row functions, pinned equal by tests, without a pandas Series per
-row); a metric registered without a batch (a user metric) is computed by calling its
-per-row function on each row's ``RowView``.
+Built-in metrics are filled by their block's batch function (``registry.register_batch``:
+``turns``, ``turn_budget``, ``context``, ``sessions``, ``longmemeval``), called once per row
+on plain lists, without a pandas Series per row; it computes with the same scoring function
+as the metrics' per-row functions (pinned equal by tests). A metric whose block has no batch
+function (a user metric) is computed by calling its per-row function on each row's
+``RowView``.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ import pandas as pd
 
 from ...base import MemlabError
 from .cuts import _check_k, budget_prefix
-from .registry import Metric, RowView, expand, registered
-from .longmemeval import LONGMEMEVAL_COLUMNS, longmemeval_into
-from .sessions import session_into
-from .turns import NAN, REQUIRED_COLUMNS, _ids, _unique, budget_into, context_into, retrieval_into
+from .longmemeval import LONGMEMEVAL_COLUMNS
+from .registry import Metric, RowView, batch_fill, expand, registered
+from .sessions import SESSION_COLUMNS
+from .turns import NAN, REQUIRED_COLUMNS, _ids, _unique
 
 #: Which ``compute_metrics`` view computes the metrics of each registry view (answer and
 #: lifecycle metrics with a per-row function are computed whatever the view).
 _VIEW_OF = {"retrieval": "retrieval", "budget": "retrieval", "context": "context"}
+
+
+_NO_ROW: dict[str, Any] = {}  # the raw row, read by user metrics only
 
 
 def _is_missing(value: Any) -> bool:
@@ -83,12 +87,13 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
                 raise MemlabError(f"compute_metrics(view={v!r}) needs column {col!r}; "
                                   f"columns: {', '.join(map(str, rows.columns))}")
     metrics = selected_metrics(list(rows.columns), views)
-    batches = {m.batch for m in metrics}
-    user = [m for m in metrics if m.batch is None]
+    fills = [f for f in dict.fromkeys(batch_fill(m.batch) for m in metrics) if f is not None]
+    user = [m for m in metrics if batch_fill(m.batch) is None]
+    needed = {c for m in metrics if batch_fill(m.batch) is not None for c in m.needs}
     names = ["n_gold"] + expand(metrics, ks, budgets)
     retrieval = "retrieval" in views
-    sessions = "sessions" in batches
-    lme = "longmemeval" in batches and retrieval
+    sessions = set(SESSION_COLUMNS) <= needed
+    lme = set(LONGMEMEVAL_COLUMNS) <= needed and retrieval
     has_sources = "retrieved_source_ids" in rows.columns
     columns: dict[str, list[float]] = {name: [] for name in names}
     golds = rows["gold"].tolist()
@@ -106,11 +111,9 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
     user_columns = [(m, m.column(v), v) for m in user for v in {None: [None], "k": ks, "tok": budgets}[m.param]]
     for n, raw_gold in enumerate(golds):
         gold = _unique(_as_list(raw_gold, "gold", n))
-        g = set(gold)
         columns["n_gold"].append(len(gold))
         items: list[list[str]] = []
         tokens: list[Any] = []
-        prefixes: list[tuple[int, int]] = []
         if retrieved_col is not None:
             # Source ids when the row has them (derived memories), else the retrieved ids.
             if sources_col is not None and not _is_missing(sources_col[n]):
@@ -118,28 +121,22 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
             else:
                 retrieved = _as_list(retrieved_col[n], "retrieved_ids", n)
             items = [_ids(i) for i in retrieved]
-            retrieval_into(columns, items, g, ks)
             if tokens_col is not None:
                 tokens = _as_list(tokens_col[n], "retrieved_tokens", n)
-            if budgets:
-                if len(tokens) != len(retrieved):
-                    raise MemlabError(f"retrieved_tokens has {len(tokens)} entries for "
-                                      f"{len(retrieved)} retrieved items")
-                prefixes = budget_into(columns, items, g, tokens, budgets)
+            if budgets and len(tokens) != len(retrieved):
+                raise MemlabError(f"retrieved_tokens has {len(tokens)} entries for "
+                                  f"{len(retrieved)} retrieved items")
         ctx: list[str] = []
         if context_col is not None:
             ctx = _unique(_as_list(context_col[n], "context_ids", n))
-            context_into(columns, ctx, g)
         item_sessions: list[list[str]] = []
         gold_sessions: list[str] = []
         if sessions_col is not None:
             item_sessions = [_ids(i) for i in _as_list(sessions_col[n], "retrieved_sessions", n)]
             gold_sessions = _unique(_as_list(gold_sessions_col[n], "gold_sessions", n))  # type: ignore[index]
-        if sessions:
-            if budgets and len(item_sessions) != len(tokens):
-                raise MemlabError(f"row {n}: retrieved_sessions has {len(item_sessions)} items for "
-                                  f"{len(tokens)} retrieved_tokens")
-            session_into(columns, item_sessions, set(gold_sessions), ks, prefixes)
+        if sessions and budgets and len(item_sessions) != len(tokens):
+            raise MemlabError(f"row {n}: retrieved_sessions has {len(item_sessions)} items for "
+                              f"{len(tokens)} retrieved_tokens")
         source_sessions: list[list[Any]] = []
         gold_turn_sessions: list[str] = []
         if lme_cols is not None:
@@ -150,15 +147,14 @@ def compute_metrics(rows: pd.DataFrame, ks: Sequence[int] = (1, 3, 5, 10),
             if len(source_sessions) != len(items) or any(len(a) != len(b) for a, b in zip(source_sessions, items)):
                 raise MemlabError(f"row {n}: retrieved_source_sessions must hold one session per source id of "
                                   f"each item ({[len(i) for i in items]}), got {[len(s) for s in source_sessions]}")
-        if lme:
-            longmemeval_into(columns, items, source_sessions, g, gold_turn_sessions, ks)
-        if user:
-            row = RowView(gold=gold, items=items, tokens=[int(t) for t in tokens], context=ctx,
-                           gold_sessions=gold_sessions, retrieved_sessions=item_sessions,
-                           gold_turn_sessions=gold_turn_sessions, source_sessions=source_sessions,
-                           row=records[n])  # type: ignore[index]
-            for metric, col, value in user_columns:
-                columns[col].append(_call(metric, row, value, col, n))
+        row = RowView(gold=gold, items=items, tokens=[int(t) for t in tokens], context=ctx,
+                      gold_sessions=gold_sessions, retrieved_sessions=item_sessions,
+                      gold_turn_sessions=gold_turn_sessions, source_sessions=source_sessions,
+                      row=records[n] if records is not None else _NO_ROW)
+        for fill in fills:
+            fill(columns, row, ks, budgets)
+        for metric, col, value in user_columns:
+            columns[col].append(_call(metric, row, value, col, n))
     # one concat, not a column insert per metric (dozens of inserts fragment the frame)
     new = pd.DataFrame({col: pd.Series(columns[col], index=rows.index, dtype=int if col == "n_gold" else float)
                         for col in names}, index=rows.index)

@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from .registry import RowView, register_metric, registered
+from .registry import RowView, register_batch, register_metric, registered
 
 NAN = float("nan")
 #: Row columns these metrics read besides ``gold`` and the ranked items.
@@ -197,6 +197,15 @@ for _i, _name in enumerate(("lme_recall_any", "lme_recall_all", "lme_ndcg_any"))
 for _i, _name in enumerate(("lme_turn_recall_any", "lme_turn_recall_all", "lme_turn_ndcg_any")):
     register_metric(_name, _turn_fn(_i), view="retrieval", param="k", needs=LONGMEMEVAL_COLUMNS,
                     batch="longmemeval", unscored=_UNSCORED, doc=_DOCS[_name])
+
+
+
+@register_batch("longmemeval")
+def _fill_longmemeval(columns: dict[str, list[float]], row: RowView, ks: Sequence[int],
+                      budgets: Sequence[int]) -> None:
+    """The block's batch function: ``longmemeval_into`` on the row's lists."""
+    longmemeval_into(columns, row.items, row.source_sessions, set(row.gold), row.gold_turn_sessions, ks)
+
 
 #: The LongMemEval metric names, in column order (from the registry).
 LONGMEMEVAL_METRICS = tuple(m.name for m in registered(batch="longmemeval"))

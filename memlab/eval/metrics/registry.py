@@ -23,6 +23,13 @@ A user metric is one function and one call (see ``experiments/f1_metric.py``)::
 ``row`` is the probe's ``RowView``: its distinct gold turn ids, ranked items (each a list
 of source turn ids), item tokens, context ids, gold and retrieved sessions and the raw
 row. Return NaN for a probe the metric does not score (means skip it).
+
+The built-in metrics come in blocks (``batch="turns"``, ...) that share their arithmetic: a
+block registers, beside its metrics' per-row functions, one batch function
+(``register_batch(name, fill)``) that ``compute_metrics`` calls once per row to fill every
+column of the block. Both call the same scoring function of the block's module, so the
+arithmetic is written once; tests pin the columns to the per-row functions. A metric whose
+block has no batch function (a user metric) is computed by calling its ``fn`` on each row.
 """
 
 from __future__ import annotations
@@ -75,8 +82,9 @@ class Metric:
     ``needs``: row columns without which it is not computed (session metrics need
     ``gold_sessions`` and ``retrieved_sessions``); ``unscored``: when a probe gets NaN,
     in words (said when a mean is NaN); ``brief``: shown in the short terminal tables;
-    ``batch``: the name of a one-pass path of ``compute_metrics`` that fills it (the
-    built-ins), None for a metric computed by calling ``fn`` row by row; ``computed_by``:
+    ``batch``: the block it belongs to, whose batch function (``register_batch``) fills it
+    in ``compute_metrics`` (the built-ins), None for a metric computed by calling ``fn`` row
+    by row; ``computed_by``:
     who writes its column when ``compute_metrics`` does not (the replay's lifecycle and
     answer steps).
     """
@@ -168,6 +176,29 @@ def _same_code(a: Metric, b: Metric) -> bool:
     code = [getattr(m.fn, "__code__", None) for m in (a, b)]
     return code[0] is not None and code[1] is not None and code[0].co_code == code[1].co_code \
         and a.fn.__qualname__ == b.fn.__qualname__ and (a.view, a.param, a.bounded) == (b.view, b.param, b.bounded)
+
+
+#: A block's batch function: ``fill(columns, row, ks, budgets)`` appends the row's value of every
+#: column of the block's metrics (at each k and budget) to ``columns[column]``.
+BatchFill = Callable[[dict[str, list[float]], RowView, Sequence[int], Sequence[int]], None]
+_BATCHES: dict[str, BatchFill] = {}
+
+
+def register_batch(name: str, fill: BatchFill | None = None) -> Any:
+    """Register the batch function of the metrics registered with ``batch=name`` (module
+    docstring); ``compute_metrics`` calls it instead of their per-row functions. Without
+    ``fill``, a decorator: ``@register_batch("turns")``."""
+    if fill is None:
+        return lambda f: register_batch(name, f)
+    if not callable(fill):
+        raise MemlabError(f"batch {name!r}: fill must be callable, got {fill!r}")
+    _BATCHES[name] = fill
+    return fill
+
+
+def batch_fill(name: str | None) -> BatchFill | None:
+    """The batch function registered for block ``name``; None when it has none."""
+    return _BATCHES.get(name) if name is not None else None
 
 
 def unregister_metric(key: str) -> None:

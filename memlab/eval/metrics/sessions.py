@@ -55,8 +55,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...base import MemlabError
-from .registry import RowView, register_metric, registered
 from .cuts import _check_k, budget_prefix
+from .registry import RowView, register_batch, register_metric, registered
+from .turns import idcg
 
 NAN = float("nan")
 
@@ -70,54 +71,68 @@ def _sessions(item: Any) -> list[str]:
 
 def session_ranking(retrieved_sessions: Sequence[Any]) -> list[str]:
     """The distinct sessions of the ranked items, each at the rank of its first hit."""
-    return list(dict.fromkeys(s for item in retrieved_sessions for s in _sessions(item)))
+    return _ranking([_sessions(item) for item in retrieved_sessions])
+
+
+def _ranking(items: Sequence[Sequence[str]]) -> list[str]:
+    """``session_ranking`` of items already lists of session ids (a ``RowView``'s)."""
+    return list(dict.fromkeys(s for item in items for s in item))
 
 
 def _gold(gold_sessions: Iterable[Any]) -> set[str]:
     return {str(s) for s in gold_sessions}
 
 
-def _top(retrieved_sessions: Sequence[Any], k: int | None) -> list[str]:
+#: The scores ``session_scores`` returns, in order.
+SCORES = ("session_hit_rate", "session_recall", "session_recall_all", "session_ndcg")
+_UNSCORED_ROW = (NAN,) * len(SCORES)
+
+
+def session_scores(top: Sequence[str], g: set[str], n_ideal: int) -> tuple[float, ...]:
+    """Every session score of the already-cut distinct sessions ``top`` against the non-empty
+    gold sessions ``g``, in ``SCORES`` order (module docstring); ``n_ideal``: min(k, |G_s|)
+    (|G_s| uncut)."""
+    found = 0
+    dcg = 0.0
+    for i, s in enumerate(top, start=1):
+        if s in g:
+            found += 1
+            dcg += 1.0 / math.log2(i + 1)
+    recall = found / len(g)
+    return float(found > 0), recall, float(recall == 1.0), dcg / idcg(n_ideal)
+
+
+def _scores_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any], k: int | None) -> tuple[float, ...]:
     _check_k(k)
+    g = _gold(gold_sessions)
+    if not g:
+        return _UNSCORED_ROW
     ranking = session_ranking(retrieved_sessions)
-    return ranking if k is None else ranking[:k]
+    return session_scores(ranking if k is None else ranking[:k], g, len(g) if k is None else min(k, len(g)))
 
 
 def session_hit_rate_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
                           k: int | None) -> float:
     """1.0 if one of the first k distinct sessions is gold, else 0.0; NaN without gold sessions."""
-    g = _gold(gold_sessions)
-    if not g:
-        return NAN
-    return float(any(s in g for s in _top(retrieved_sessions, k)))
+    return _scores_at_k(retrieved_sessions, gold_sessions, k)[0]
 
 
 def session_recall_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
                         k: int | None) -> float:
     """|gold sessions among the first k distinct sessions| / |gold sessions|; NaN without gold."""
-    g = _gold(gold_sessions)
-    if not g:
-        return NAN
-    return sum(s in g for s in _top(retrieved_sessions, k)) / len(g)
+    return _scores_at_k(retrieved_sessions, gold_sessions, k)[1]
 
 
 def session_recall_all_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
                             k: int | None) -> float:
     """1.0 if the first k distinct sessions hold every gold session, else 0.0; NaN without gold."""
-    r = session_recall_at_k(retrieved_sessions, gold_sessions, k)
-    return r if math.isnan(r) else float(r == 1.0)
+    return _scores_at_k(retrieved_sessions, gold_sessions, k)[2]
 
 
 def session_ndcg_at_k(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
                       k: int | None) -> float:
     """Binary nDCG over the first k distinct sessions, log2(i + 1) discount (module docstring)."""
-    g = _gold(gold_sessions)
-    if not g:
-        return NAN
-    top = _top(retrieved_sessions, k)
-    dcg = sum(1.0 / math.log2(i + 1) for i, s in enumerate(top, start=1) if s in g)
-    n_ideal = len(g) if k is None else min(k, len(g))
-    return dcg / sum(1.0 / math.log2(i + 1) for i in range(1, n_ideal + 1))
+    return _scores_at_k(retrieved_sessions, gold_sessions, k)[3]
 
 
 def session_metrics(retrieved_sessions: Sequence[Any], gold_sessions: Iterable[Any],
@@ -142,48 +157,6 @@ def session_budget_metrics(retrieved_sessions: Sequence[Any], tokens: Sequence[i
             for m in registered(batch="sessions", param="tok")}
 
 
-_IDCG: dict[int, float] = {}
-
-
-def session_into(columns: dict[str, list[float]], items: list[list[str]], g: set[str], ks: Sequence[int],
-                 prefixes: Sequence[tuple[int, int]] = ()) -> None:
-    """Append one row's session metrics to ``columns`` (the functions above, in one pass).
-
-    ``items``: the row's sessions per ranked item; ``g``: its gold sessions; ``prefixes``:
-    (budget B, items kept under B) pairs.
-    """
-    if not g:
-        for k in ks:
-            for name in SESSION_METRICS:
-                columns[f"{name}@{k}"].append(NAN)
-        for b, _ in prefixes:
-            for name in SESSION_BUDGET_METRICS:
-                columns[f"{name}@{b}tok"].append(NAN)
-        return
-    n_gold = len(g)
-    ranking = list(dict.fromkeys(s for item in items for s in item))
-    for k in ks:
-        found = 0
-        dcg = 0.0
-        for i, s in enumerate(ranking[:k], start=1):
-            if s in g:
-                found += 1
-                dcg += 1.0 / math.log2(i + 1)
-        n_ideal = min(k, n_gold)
-        idcg = _IDCG.get(n_ideal)
-        if idcg is None:
-            idcg = _IDCG[n_ideal] = sum(1.0 / math.log2(i + 1) for i in range(1, n_ideal + 1))
-        recall = found / n_gold
-        columns[f"session_hit_rate@{k}"].append(float(found > 0))
-        columns[f"session_recall@{k}"].append(recall)
-        columns[f"session_recall_all@{k}"].append(float(recall == 1.0))
-        columns[f"session_ndcg@{k}"].append(dcg / idcg)
-    for b, m in prefixes:
-        found = len({s for item in items[:m] for s in item} & g)
-        columns[f"session_hit_rate@{b}tok"].append(float(found > 0))
-        columns[f"session_recall@{b}tok"].append(found / n_gold)
-
-
 _UNSCORED = "a probe without gold sessions (no gold evidence) is unscored"
 
 
@@ -191,16 +164,38 @@ def _kept(row: RowView, b: int) -> list[list[str]]:
     return row.retrieved_sessions[:budget_prefix(row.tokens, b)]
 
 
+#: The per-row functions, by score (``SCORES`` order is their column order).
+_AT_K = dict(zip(SCORES, (session_hit_rate_at_k, session_recall_at_k, session_recall_all_at_k, session_ndcg_at_k)))
+#: The token-matched block: the first two scores over the sessions of the kept items.
+_BUDGET = SCORES[:2]
+
 # Registration order is column order: the token-matched block, then the @k block.
-for _name, _fn in (("session_hit_rate", session_hit_rate_at_k), ("session_recall", session_recall_at_k)):
+for _name in _BUDGET:
+    _fn = _AT_K[_name]
     register_metric(_name, lambda row, b, _fn=_fn: _fn(_kept(row, b), row.gold_sessions, None), view="budget",
                     param="tok", needs=SESSION_COLUMNS, batch="sessions", unscored=_UNSCORED,
                     doc=f"{_fn.__name__.replace('_at_k', '')} over the sessions of the items kept under B tokens")
-for _name, _fn in (("session_hit_rate", session_hit_rate_at_k), ("session_recall", session_recall_at_k),
-                   ("session_recall_all", session_recall_all_at_k), ("session_ndcg", session_ndcg_at_k)):
+for _name, _fn in _AT_K.items():
     register_metric(_name, lambda row, k, _fn=_fn: _fn(row.retrieved_sessions, row.gold_sessions, k),
                     view="retrieval", param="k", needs=SESSION_COLUMNS, batch="sessions", unscored=_UNSCORED,
                     doc=(_fn.__doc__ or "").split("\n")[0])
+
+
+@register_batch("sessions")
+def _fill_sessions(columns: dict[str, list[float]], row: RowView, ks: Sequence[int], budgets: Sequence[int]) -> None:
+    """Every session column of one row (the block's batch function): ``session_scores`` over
+    the session ranking at each k, and over the kept items' sessions at each budget."""
+    g = set(row.gold_sessions)
+    n_gold = len(g)
+    ranking = _ranking(row.retrieved_sessions)
+    for k in ks:
+        scores = session_scores(ranking[:k], g, min(k, n_gold)) if g else _UNSCORED_ROW
+        for name, value in zip(SCORES, scores):
+            columns[f"{name}@{k}"].append(value)
+    for b in budgets:
+        scores = session_scores(_ranking(_kept(row, b)), g, n_gold) if g else _UNSCORED_ROW
+        for name, value in zip(_BUDGET, scores):
+            columns[f"{name}@{b}tok"].append(value)
 
 #: Session metric names per k and per token budget, in column order (from the registry).
 SESSION_METRICS = tuple(m.name for m in registered(batch="sessions", param="k"))

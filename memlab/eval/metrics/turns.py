@@ -1,21 +1,22 @@
 """Turn-level metrics: the ranked list (@k), the ranked list under a token budget (@Btok)
 and the built context. Formulas: ``memlab.eval.metrics`` (the package docstring).
 
-Each public function is the reference for one metric; the built-ins are registered here
-(``register_metric``) with per-row functions that call them, and ``retrieval_into`` is the
-one-pass path ``compute_metrics`` uses for a whole row at once (pinned equal by tests).
+Their arithmetic is written once, in ``turn_scores`` (every turn-level score of a cut list in
+one pass). Each public function is the reference for one metric and reads its score from
+it; the built-ins are registered here (``register_metric``) with per-row functions that call
+the references, and each block (``turn_budget``, ``turns``, ``context``) registers beside
+them its batch function (``register_batch``), which ``compute_metrics`` calls once per row and
+which calls ``turn_scores`` too (tests pin the columns to the per-row functions).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
-
 
 from ...base import MemlabError
 from .cuts import _check_k, budget_prefix
-from .registry import Metric, RowView, register_metric, registered
+from .registry import Metric, RowView, register_batch, register_metric, registered
 
 Item = str | Sequence[str]
 NAN = float("nan")
@@ -37,27 +38,66 @@ def _gold(gold: Iterable[str]) -> set[str]:
     return {str(g) for g in gold}
 
 
-def hit_rate_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
-    """1.0 if any of the first k items is relevant, else 0.0; NaN when gold is empty."""
+#: The scores ``turn_scores`` returns, in order.
+SCORES = ("hit_rate", "recall", "recall_all", "relevance_ratio", "ndcg", "mrr")
+_IDCG: dict[int, float] = {}
+
+
+def idcg(n_ideal: int) -> float:
+    """sum_{i=1..n_ideal} 1 / log2(i + 1), the ideal DCG of ``n_ideal`` relevant items (cached)."""
+    value = _IDCG.get(n_ideal)
+    if value is None:
+        value = _IDCG[n_ideal] = sum(1.0 / math.log2(r + 1) for r in range(1, n_ideal + 1))
+    return value
+
+
+def turn_scores(top: Sequence[Sequence[str]], g: set[str], n_ideal: int) -> tuple[float, ...]:
+    """Every turn-level score of the already-cut items ``top`` against the non-empty gold set
+    ``g``, in ``SCORES`` order (formulas: the package docstring); ``n_ideal``: the relevant
+    items an ideal list of this length holds, min(k, |gold|) (|gold| uncut)."""
+    covered: set[str] = set()
+    relevant = 0
+    first = 0
+    dcg = 0.0
+    for rank, ids in enumerate(top, start=1):
+        gold_ids = [i for i in ids if i in g]
+        if gold_ids:
+            relevant += 1
+            if not first:
+                first = rank
+            new = set(gold_ids) - covered
+            if new:
+                dcg += 1.0 / math.log2(rank + 1)
+                covered |= new
+    recall = len(covered) / len(g)
+    return (float(relevant > 0), recall, float(recall == 1.0), relevant / len(top) if top else 0.0,
+            dcg / idcg(n_ideal), 1.0 / first if first else 0.0)
+
+
+_UNSCORED_ROW = (NAN,) * len(SCORES)
+
+
+def _scores_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> tuple[float, ...]:
+    top = _top(retrieved, k)
     g = _gold(gold)
     if not g:
-        return NAN
-    return float(any(any(i in g for i in ids) for ids in _top(retrieved, k)))
+        return _UNSCORED_ROW
+    return turn_scores(top, g, len(g) if k is None else min(k, len(g)))
+
+
+def hit_rate_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
+    """1.0 if any of the first k items is relevant, else 0.0; NaN when gold is empty."""
+    return _scores_at_k(retrieved, gold, k)[0]
 
 
 def recall_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
     """|gold ids covered by the first k items| / |gold|; NaN when gold is empty."""
-    g = _gold(gold)
-    if not g:
-        return NAN
-    covered = {i for ids in _top(retrieved, k) for i in ids if i in g}
-    return len(covered) / len(g)
+    return _scores_at_k(retrieved, gold, k)[1]
 
 
 def recall_all_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
     """1.0 if the first k items cover every gold id, else 0.0; NaN when gold is empty."""
-    r = recall_at_k(retrieved, gold, k)
-    return r if math.isnan(r) else float(r == 1.0)
+    return _scores_at_k(retrieved, gold, k)[2]
 
 
 def relevance_ratio_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
@@ -65,42 +105,17 @@ def relevance_ratio_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int 
 
     NaN when gold is empty (unscored); 0.0 when nothing was retrieved.
     """
-    g = _gold(gold)
-    top = _top(retrieved, k)
-    if not g:
-        return NAN
-    if not top:
-        return 0.0
-    return sum(any(i in g for i in ids) for ids in top) / len(top)
-
-
-def mrr_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
-    """1 / (1-based rank of the first relevant item among the first k), 0.0 if none; NaN if no gold."""
-    g = _gold(gold)
-    if not g:
-        return NAN
-    for rank, ids in enumerate(_top(retrieved, k), start=1):
-        if any(i in g for i in ids):
-            return 1.0 / rank
-    return 0.0
+    return _scores_at_k(retrieved, gold, k)[3]
 
 
 def ndcg_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
     """Binary-gain nDCG with log2 discount (see the module docstring); NaN if no gold."""
-    g = _gold(gold)
-    if not g:
-        return NAN
-    top = _top(retrieved, k)
-    covered: set[str] = set()
-    dcg = 0.0
-    for rank, ids in enumerate(top, start=1):
-        new = {i for i in ids if i in g} - covered
-        if new:
-            dcg += 1.0 / math.log2(rank + 1)
-            covered |= new
-    n_ideal = len(g) if k is None else min(k, len(g))
-    idcg = sum(1.0 / math.log2(r + 1) for r in range(1, n_ideal + 1))
-    return dcg / idcg
+    return _scores_at_k(retrieved, gold, k)[4]
+
+
+def mrr_at_k(retrieved: Sequence[Item], gold: Iterable[str], k: int | None) -> float:
+    """1 / (1-based rank of the first relevant item among the first k), 0.0 if none; NaN if no gold."""
+    return _scores_at_k(retrieved, gold, k)[5]
 
 
 def budget_metrics(retrieved: Sequence[Item], tokens: Sequence[int], gold: Iterable[str],
@@ -134,62 +149,17 @@ def _batch(name: str) -> list[Metric]:
     return registered(batch=name)
 
 
-def _hit_recall(items: list[list[str]], g: set[str]) -> tuple[float, float]:
-    """``hit_rate_at_k`` and ``recall_at_k`` of already-cut items (NaN, NaN without gold)."""
-    if not g:
-        return NAN, NAN
-    covered = {i for ids in items for i in ids if i in g}
-    return float(any(any(i in g for i in ids) for ids in items)), len(covered) / len(g)
-
-
-_IDCG: dict[int, float] = {}
-
-
-def retrieval_into(columns: dict[str, list[float]], items: list[list[str]], g: set[str],
-                    ks: Sequence[int]) -> None:
-    """Append ``<metric>@k`` of one row to ``columns``, as ``retrieval_metrics`` computes them."""
-    if not g:
-        for name in _K_NAMES:
-            for k in ks:
-                columns[f"{name}@{k}"].append(NAN)
-        return
-    n_gold = len(g)
-    for k in ks:
-        top = items[:k]
-        covered: set[str] = set()
-        relevant = 0
-        first = 0
-        dcg = 0.0
-        for rank, ids in enumerate(top, start=1):
-            gold_ids = [i for i in ids if i in g]
-            if gold_ids:
-                relevant += 1
-                if not first:
-                    first = rank
-                new = set(gold_ids) - covered
-                if new:
-                    dcg += 1.0 / math.log2(rank + 1)
-                    covered |= new
-        recall = len(covered) / n_gold
-        n_ideal = min(k, n_gold)
-        idcg = _IDCG.get(n_ideal)
-        if idcg is None:
-            idcg = _IDCG[n_ideal] = sum(1.0 / math.log2(r + 1) for r in range(1, n_ideal + 1))
-        columns[f"hit_rate@{k}"].append(float(relevant > 0))
-        columns[f"recall@{k}"].append(recall)
-        columns[f"recall_all@{k}"].append(float(recall == 1.0))
-        columns[f"relevance_ratio@{k}"].append(relevant / len(top) if top else 0.0)
-        columns[f"ndcg@{k}"].append(dcg / idcg)
-        columns[f"mrr@{k}"].append(1.0 / first if first else 0.0)
-
-
-
-
 def _budget_prefix_of(row: RowView, b: int) -> list[list[str]]:
     return row.items[:budget_prefix(row.tokens, b)]
 
 
+# -- the built-ins: per-row functions, and each block's batch function beside them --------------
 _UNSCORED = "a probe without gold evidence is unscored"
+#: The per-row functions of the @k block, by score (``SCORES`` order is their column order).
+_AT_K = dict(zip(SCORES, (hit_rate_at_k, recall_at_k, recall_all_at_k, relevance_ratio_at_k, ndcg_at_k, mrr_at_k)))
+#: The context block: the first four scores over the distinct context ids, each id one item.
+_CONTEXT = ("context_hit_rate", "context_recall", "context_recall_all", "context_relevance_ratio")
+
 # Registration order is column order (``registry.expand``): the token-matched block first.
 for _name, _fn, _bounded in (
         ("recall", lambda row, b: recall_at_k(_budget_prefix_of(row, b), row.gold, None), True),
@@ -199,48 +169,45 @@ for _name, _fn, _bounded in (
                     brief=_name == "recall",
                     unscored="defined for every probe" if _name == "tokens" else _UNSCORED,
                     doc=f"{_name} of the items kept under a budget of B tokens")
-for _name, _fn in (("hit_rate", hit_rate_at_k), ("recall", recall_at_k), ("recall_all", recall_all_at_k),
-                   ("relevance_ratio", relevance_ratio_at_k), ("ndcg", ndcg_at_k), ("mrr", mrr_at_k)):
+
+
+@register_batch("turn_budget")
+def _fill_budget(columns: dict[str, list[float]], row: RowView, ks: Sequence[int], budgets: Sequence[int]) -> None:
+    g = set(row.gold)
+    n_gold = len(g)
+    for b in budgets:
+        m = row.kept(b)
+        hit, recall = turn_scores(row.items[:m], g, n_gold)[:2] if g else (NAN, NAN)
+        columns[f"recall@{b}tok"].append(recall)
+        columns[f"hit_rate@{b}tok"].append(hit)
+        columns[f"tokens@{b}tok"].append(float(sum(row.tokens[:m])))
+
+
+for _name, _fn in _AT_K.items():
     register_metric(_name, lambda row, k, _fn=_fn: _fn(row.items, row.gold, k), view="retrieval", param="k",
                     batch="turns", brief=_name in ("hit_rate", "recall", "relevance_ratio", "mrr"),
                     unscored=_UNSCORED, doc=(_fn.__doc__ or "").split("\n")[0])
-for _name, _fn in (("context_hit_rate", hit_rate_at_k), ("context_recall", recall_at_k),
-                   ("context_recall_all", recall_all_at_k), ("context_relevance_ratio", relevance_ratio_at_k)):
+
+
+@register_batch("turns")
+def _fill_turns(columns: dict[str, list[float]], row: RowView, ks: Sequence[int], budgets: Sequence[int]) -> None:
+    g = set(row.gold)
+    n_gold = len(g)
+    for k in ks:
+        scores = turn_scores(row.items[:k], g, min(k, n_gold)) if g else _UNSCORED_ROW
+        for name, value in zip(SCORES, scores):
+            columns[f"{name}@{k}"].append(value)
+
+
+for _name, _fn in zip(_CONTEXT, _AT_K.values()):
     register_metric(_name, lambda row, _, _fn=_fn: _fn(row.context, row.gold, None), view="context",
                     batch="context", brief=_name == "context_recall", unscored=_UNSCORED,
                     doc=f"{_fn.__name__.replace('_at_k', '')} over the distinct source turns of the built context")
 
-#: The built-in metric names of each block, in column order (derived from the registry).
-_K_NAMES = tuple(m.name for m in registered(batch="turns"))
 
-
-def budget_into(columns: dict[str, list[float]], items: list[list[str]], g: set[str], tokens: list[Any],
-                budgets: Sequence[int]) -> list[tuple[int, int]]:
-    """Append one row's ``<metric>@Btok`` to ``columns`` (as ``budget_metrics``); the
-    (B, items kept) pairs, which the session metrics reuse."""
-    prefixes = []
-    for b in budgets:
-        m = budget_prefix(tokens, b)
-        prefixes.append((b, m))
-        hit, recall = _hit_recall(items[:m], g)
-        columns[f"recall@{b}tok"].append(recall)
-        columns[f"hit_rate@{b}tok"].append(hit)
-        columns[f"tokens@{b}tok"].append(float(sum(int(t) for t in tokens[:m])))
-    return prefixes
-
-
-def context_into(columns: dict[str, list[float]], ctx: list[str], g: set[str]) -> None:
-    """Append one row's context metrics to ``columns`` (as ``context_metrics``); ``ctx`` distinct."""
-    if not g:
-        for name in _CONTEXT_NAMES:
-            columns[name].append(NAN)
-        return
-    hits = [i for i in ctx if i in g]
-    recall = len(set(hits)) / len(g)
-    columns["context_hit_rate"].append(float(bool(hits)))
-    columns["context_recall"].append(recall)
-    columns["context_recall_all"].append(float(recall == 1.0))
-    columns["context_relevance_ratio"].append(len(hits) / len(ctx) if ctx else 0.0)
-
-
-_CONTEXT_NAMES = tuple(m.name for m in registered(batch="context"))
+@register_batch("context")
+def _fill_context(columns: dict[str, list[float]], row: RowView, ks: Sequence[int], budgets: Sequence[int]) -> None:
+    g = set(row.gold)
+    scores = turn_scores([[i] for i in row.context], g, len(g)) if g else _UNSCORED_ROW
+    for name, value in zip(_CONTEXT, scores):
+        columns[name].append(value)

@@ -15,7 +15,7 @@ from memlab.eval.metrics import get_metric, register_metric, registered
 from memlab.eval.user_modules import USER_MODULE_PREFIX, import_user_module, registrations_restored
 from memlab.strategies import registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 F1 = ROOT / "experiments" / "f1_metric.py"
 NEXT_TURN = ROOT / "experiments" / "next_turn.py"
 

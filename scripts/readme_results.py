@@ -421,7 +421,10 @@ def render_scale_tokens(_: str = "") -> str:
                                                                          if missed else "")
     lines += ["", "Indexing (`observe`) time against tokens, log-log least-squares slope over every point: " + ", ".join(
         f"{n} {s['append']:.2f}" for n, s in slopes.items()) + f" (target <= {SCALE_TOKENS_TARGET}: {verdict}"
-        + "). Whole replay: " + ", ".join(f"{n} {s['total']:.2f}" for n, s in slopes.items()) + "."]
+        + "). Steepest step between neighbouring points: " + ", ".join(
+        f"{n} {v:.2f} ({'-'.join(_tokens(int(t)) for t in k.split('-'))})"
+        for n, s in slopes.items() if s["append_steps"] for k, v in [max(s["append_steps"].items(), key=lambda i: i[1])])
+        + ". Whole replay, probes included: " + ", ".join(f"{n} {s['total']:.2f}" for n, s in slopes.items()) + "."]
     largest = {n: max((r for r in data["results"] if r["strategy"] == n), key=lambda r: r["tokens"], default=None)
                for n in slopes}
     lines += ["", "Largest history reached: " + ", ".join(
@@ -774,7 +777,7 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
     "locomo_categories": render_locomo_categories,
-    "scale_cycled_sessions": render_scale_cycled_sessions,
+    "scale_cycled_sessions": render_scale_cycled_sessions, "scale_tokens": render_scale_tokens,
     "layered_local": render_layered_local,
     "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges,
     "notebooks": render_notebooks, "metrics": render_metrics, "strategies": render_strategies,

@@ -384,6 +384,77 @@ def render_scale_cycled_sessions(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+#: The indexing slope issue 33 asks for (log-log, time against history tokens).
+SCALE_TOKENS_TARGET = 1.1
+
+
+def _tokens(n: int) -> str:
+    """10000 -> 10k, 1000000 -> 1M."""
+    for div, unit in ((1_000_000, "M"), (1_000, "k")):
+        if n >= div and n % div == 0:
+            return f"{n // div}{unit}"
+    return f"{n:,}"
+
+
+def render_scale_tokens(_: str = "") -> str:
+    """Replay time and memory against history length on concatenated BEAM (bench/scale.py --workload beam-concat)."""
+    data = load("scale_tokens")
+    o, slopes = data["options"], data["slopes"]
+    params = "; ".join(f"`{n}` with {', '.join(f'{k}={v}' for k, v in p.items())}" for n, p in o["params"].items() if p)
+    lines = [f"Workload `{data['workload']}`: {o['concatenation']}. Tokens counted by {o['token_counter']}; probes: "
+             f"{o['probes']}. Strategies run without a model ({params}). Each point is a fresh process; "
+             "search = a probe's own `retrieve` (k = 10), probe = the replay's `latency_ms` (search, deeper lists for "
+             "the session metrics, context); held = resident memory with the strategy alive after the replay minus "
+             "before it.", "",
+             "| strategy | tokens | messages | probes | replay s | indexing s | search p50 / p95 ms | "
+             "probe p50 / p95 ms | recall@10 | held MB | peak MB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in data["results"]:
+        lines.append(f"| {r['strategy']} | {r['history_tokens']:,} | {r['turns']:,} | {r['probes']} | "
+                     f"{r['seconds']:.3g} | {r['append_seconds']:.3g} | {_num(r['query_ms_p50'], '.2f')} / "
+                     f"{_num(r['query_ms_p95'], '.2f')} | {_num(r['probe_ms_p50'], '.1f')} / "
+                     f"{_num(r['probe_ms_p95'], '.1f')} | {_num(r['recall@10'], '.3f')} | {r['held_mb']:.0f} | "
+                     f"{r['peak_mb']:.0f} |")
+    met = [n for n, s in slopes.items() if s["append"] <= SCALE_TOKENS_TARGET]
+    missed = [n for n, s in slopes.items() if s["append"] > SCALE_TOKENS_TARGET]
+    verdict = (f"met by {', '.join(met)}" if met else "met by none") + (f"; missed by {', '.join(missed)}"
+                                                                         if missed else "")
+    lines += ["", "Indexing (`observe`) time against tokens, log-log least-squares slope over every point: " + ", ".join(
+        f"{n} {s['append']:.2f}" for n, s in slopes.items()) + f" (target <= {SCALE_TOKENS_TARGET}: {verdict}"
+        + "). Steepest step between neighbouring points: " + ", ".join(
+        f"{n} {v:.2f} ({'-'.join(_tokens(int(t)) for t in k.split('-'))})"
+        for n, s in slopes.items() if s["append_steps"] for k, v in [max(s["append_steps"].items(), key=lambda i: i[1])])
+        + ". Whole replay, probes included: " + ", ".join(f"{n} {s['total']:.2f}" for n, s in slopes.items()) + "."]
+    largest = {n: max((r for r in data["results"] if r["strategy"] == n), key=lambda r: r["tokens"], default=None)
+               for n in slopes}
+    lines += ["", "Largest history reached: " + ", ".join(
+        f"{n} {_tokens(r['tokens']) if r else 'none'}" for n, r in largest.items()) + "."]
+    at_1m = [r for r in data["results"] if r["tokens"] == 1_000_000]
+    if at_1m:
+        lines += ["", "At 1M tokens, search p50 / p95: " + ", ".join(
+            f"{r['strategy']} {_num(r['query_ms_p50'], '.2f')} / {_num(r['query_ms_p95'], '.2f')} ms" for r in at_1m)
+            + "; whole probe p50 / p95: " + ", ".join(
+            f"{r['strategy']} {_num(r['probe_ms_p50'], '.1f')} / {_num(r['probe_ms_p95'], '.1f')} ms" for r in at_1m)
+            + "."]
+    lines += ["", "Memory held per million tokens (linear least squares over every point): " + ", ".join(
+        f"{n} {s['mb_per_mtok']:.0f} MB" for n, s in slopes.items()) + "."]
+    total = data.get("memory_total_mb")
+    if total:
+        lines += ["", f"Off RAM: on this machine ({total / 1024:.0f} GiB), one index at those rates fills the "
+                      "memory at about " + ", ".join(f"{n} {total / s['mb_per_mtok']:,.0f}M" for n, s in slopes.items()
+                                           if s["mb_per_mtok"] > 0)
+                  + " tokens of history; a run with n worker processes holds n indexes, so divide by n."]
+    skipped = data["skipped"]
+    lines += ["", "Skipped: " + ("; ".join(
+        f"{s['strategy']} at {_tokens(s['tokens'])} tokens ("
+        + (f"failed: {s['error'].splitlines()[-1]}" if s.get("error") else
+           f"predicted {s['predicted_s']} s over the budget of {o['budget']:.0f} s") + ")" for s in skipped)
+        if skipped else f"none (budget {o['budget']:.0f} s a point).")]
+    lines += ["", "Record `bench/results/scale_tokens.json`: "
+                  f"{describe_provenance(data['provenance'], data['load_avg_1m'])}."]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 def _num(value: Any, fmt: str) -> str:
     return "n/a" if value is None else format(value, fmt)
 
@@ -706,7 +777,7 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
     "locomo_categories": render_locomo_categories,
-    "scale_cycled_sessions": render_scale_cycled_sessions,
+    "scale_cycled_sessions": render_scale_cycled_sessions, "scale_tokens": render_scale_tokens,
     "layered_local": render_layered_local,
     "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges,
     "notebooks": render_notebooks, "metrics": render_metrics, "strategies": render_strategies,

@@ -364,3 +364,39 @@ def test_the_beam_100k_bm25_row_equals_a_rerun(bench_beam, rr):
     diffs = rr.differences({k: v for k, v in recorded.items() if k not in timing},
                            {k: v for k, v in fresh.items() if k not in timing})
     assert not diffs, "BEAM 100K 'bm25' differs from a re-run (python bench/bench_beam.py):\n" + "\n".join(diffs)
+
+
+# -- scale_tokens: concatenated BEAM, every point and slope the record's own -----------------------
+
+def test_the_scale_tokens_record_is_consistent_and_heads():
+    module = _bench_script("scale")
+    record = _record("scale_tokens")
+    p = record["provenance"]
+    _check_provenance(p, "scale_tokens.json")
+    assert p["status"] == "complete" and p["git_dirty"] is False
+    assert all(path.startswith("../shared/datasets/beam/") for path in p["data"]), "the BEAM files it read"
+    assert record["workload"] == "beam-concat" and record["source"] == "beam"
+    assert len(record["load_avg_1m"]) == 2 and record["memory_total_mb"] > 0
+    o = record["options"]
+    # the protocol and parameters HEAD's beam-concat runs with; the 10M point said to be a concatenation
+    assert {k: o[k] for k in module.beam_concat_protocol()} == module.beam_concat_protocol()
+    assert "concatenation" in o["concatenation"] and "10M" in o["concatenation"]
+    assert o["params"] == {n: module.BEAM_PARAMS.get(n, {}) for n in o["strategies"]}
+    shas = sorted(p["data"].values())
+    for name in o["strategies"]:
+        assert module.beam_concat_config_hash(name, shas) == record["config_hash"][name], (
+            f"scale_tokens {name!r}: HEAD configures it differently from the record: re-record it "
+            f"(python bench/scale.py --workload beam-concat ... --output bench/results/scale_tokens.json)")
+    # every (strategy, size) asked for is a point or a skip, never both; sizes within a token of the target
+    points = {(r["strategy"], r["tokens"]) for r in record["results"]}
+    skips = {(s["strategy"], s["tokens"]) for s in record["skipped"]}
+    assert len(points) == len(record["results"]) and not points & skips
+    assert points | skips == {(n, t) for n in o["strategies"] for t in o["tokens"]}
+    for r in record["results"]:
+        assert r["history_tokens"] >= r["tokens"] and r["turns"] > 0 and r["probes"] >= 0
+        if r["probes"]:
+            assert r["query_ms_p50"] <= r["query_ms_p95"] and r["probe_ms_p50"] <= r["probe_ms_p95"]
+    # the slopes are those of the recorded points
+    for name in o["strategies"]:
+        pts = [r for r in record["results"] if r["strategy"] == name]
+        assert module.beam_concat_slopes(pts) == record["slopes"][name], name

@@ -346,10 +346,9 @@ JUDGE_PROMPTS: dict[str, str] = {"lenient": LENIENT_JUDGE_PROMPT_WORD, "strict":
 # table names the set that made it as ``name@version`` (``JudgePromptSet.id``). A set's text
 # never changes under its version; a changed text is a new version (tests pin each digest).
 
-#: LongMemEval's judge prompts (Wu et al., ICLR 2025), byte for byte: repository
-#: xiaowu0162/LongMemEval, file src/evaluation/evaluate_qa.py, ``get_anscheck_prompt``, at
-#: commit 9e0b455f1ef0e2ab8f2e582289761153549043fc. Fields are positional, filled as the source
-#: does (``template.format(question, answer, response)``). Lines are split here for reading only.
+#: LongMemEval's judge prompts (Wu et al., ICLR 2025), byte for byte as its evaluation code
+#: (``get_anscheck_prompt``, commit 9e0b455f1ef0) writes them; every word is below. Fields are
+#: positional: ``template.format(question, answer, response)``. Lines are split for reading only.
 # single-session-user, single-session-assistant, multi-session
 _LME_BASIC = (  # single-session-user/-assistant and multi-session
     "I will give you a question, a correct answer, and a response from a model. "

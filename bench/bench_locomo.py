@@ -77,7 +77,7 @@ def _e5_runtime(name: str, params: dict, runtime: str) -> dict:
     """``params`` with each "e5" embedder (also hybrid_plus's default) replaced by a cached
     E5Embedder on ``runtime``, in the shared cache (its keys name the runtime)."""
     from memlab.embeddings import CachedEmbedder, E5Embedder
-    from memlab.strategies.builtins import default_cache_path
+    from memlab.embeddings.named import default_cache_path
 
     def swap(e):
         return CachedEmbedder(E5Embedder(runtime=runtime), path=default_cache_path()) if e == "e5" else e

@@ -13,7 +13,7 @@ the scores, not only the ranks.
 
 Run it with ``memlab sweep experiments/hybrid_combmnz.toml``, or from Python::
 
-    from memlab.eval.sweep import import_user_module
+    from memlab.eval.user_modules import import_user_module
     import_user_module("experiments/combmnz_fusion.py")   # runs the @register below
     from memlab import strategies
     s = strategies.get("hybrid_combmnz", weights=[1.0, 0.5])

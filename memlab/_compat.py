@@ -52,7 +52,19 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
     "memlab.eval.replay": {"load_any": "memlab.eval.dataset_files",
                            "PARAM_PREFIX": "memlab.eval.configuration",
                            "flat_params": "memlab.eval.configuration"},
-    "memlab.eval.sweep": {"load_any": "memlab.eval.dataset_files"},
+    "memlab.eval.sweep": {"load_any": "memlab.eval.dataset_files",
+                          **{n: "memlab.eval.sweep_config" for n in ("grid_points", "read_config")},
+                          **{n: "memlab.eval.sweep_outputs" for n in ("PLOT_FUNCTIONS", "PLOT_KINDS", "make_plot",
+                                                                        "plot_file_name", "summary_markdown")}},
+    "memlab.strategies.builtins": {**{n: "memlab.embeddings.named" for n in ("EMBEDDERS", "default_cache_path",
+                                                                             "make_embedder")},
+                                   "strong_tokenizer": "memlab.strategies.parts",
+                                   "get": "memlab.strategies.spec", "names": "memlab.strategies.spec"},
+    "memlab.strategies.retrieval": {"source_ids": "memlab.strategy"},
+    "memlab.retrieval.tokenize": {"porter_stem": "memlab.text"},
+    "memlab.eval.answers": {"locomo_f1": "memlab.eval.locomo_score", "probe_locomo_f1": "memlab.eval.locomo_score"},
+    "memlab.eval.loaders": {n: "memlab.eval.loaders.checks" for n in ("first_char", "iter_json_array", "read_json")},
+    "memlab.eval.loaders.native": {n: "memlab.eval.loaders.checks" for n in ("MAX_ERRORS", "check_dialogue")},
 }
 
 

@@ -229,7 +229,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .eval.report import eval_report, report_text
     from .eval.results import save_results
     from .eval.streaming import StreamedDataset, open_dataset, replay_any
-    from .eval.sweep import import_user_module
+    from .eval.user_modules import import_user_module
     from .strategies import get
     from .strategies.introspect import check_name
 
@@ -318,7 +318,8 @@ def _calibrate_judge(judge: Any, args: argparse.Namespace) -> tuple[dict[str, An
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .eval.sweep import read_config, run_config
+    from .eval.sweep import run_config
+    from .eval.sweep_config import read_config
     from .eval.sweep_outputs import summary_text
 
     path = Path(args.config)
@@ -349,7 +350,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_strategies(args: argparse.Namespace) -> int:
-    from .eval.sweep import import_user_module
+    from .eval.user_modules import import_user_module
     from .strategies import registry
     from .strategies.introspect import parameter_lines
 

@@ -77,7 +77,7 @@ def _rounded(value: Any) -> Any:
 
 def sweep_protocol(config: Path) -> dict[str, Any]:
     """The ks, k_max and token budgets of a sweep file's [run] table (its defaults filled in)."""
-    from memlab.eval.sweep import read_config
+    from memlab.eval.sweep_config import read_config
     from memlab.eval.sweep_config import _run_options
 
     ks, k_max, budgets, _, _ = _run_options(read_config(config).get("run", {}), str(config), None, None)

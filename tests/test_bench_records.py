@@ -125,7 +125,8 @@ def test_a_sweep_that_reused_cells_of_an_earlier_run_is_not_recorded(rr, tmp_pat
 
 @pytest.mark.slow
 def test_the_main_job_table_equals_a_rerun(rr, tmp_path):
-    from memlab.eval.sweep import read_config, run_config
+    from memlab.eval.sweep import run_config
+    from memlab.eval.sweep_config import read_config
 
     config = REPO / "experiments" / "compare_builtins.toml"
     run_config(read_config(config), base_dir=config.parent, output=tmp_path / "out", fresh=True)
@@ -187,8 +188,7 @@ def test_a_locomo_rows_configuration_is_heads(label, rr, bench_locomo):
 
 
 def test_the_main_job_configurations_are_heads(rr):
-    from memlab.eval.sweep import read_config
-    from memlab.eval.sweep_config import configure
+    from memlab.eval.sweep_config import configure, read_config
 
     config_file = REPO / "experiments" / "compare_builtins.toml"
     record = _record("compare_builtins")

@@ -16,7 +16,7 @@ from memlab.base import ConfigError
 from memlab.cli import main
 from memlab.eval import load_any
 from memlab.eval.results import load_results
-from memlab.eval.sweep import import_user_module
+from memlab.eval.user_modules import import_user_module
 from memlab.records import MemoryRecord, Role
 from memlab.retrieval import BM25Retriever, HybridRetriever, VectorRetriever
 from memlab.testing import check_retriever, check_strategy
@@ -274,7 +274,7 @@ def test_next_turn_sweep_labels_and_compare_through_the_cli(next_turn: ModuleTyp
 
 
 def test_sweep_labels_name_the_grid_point_in_grid_order() -> None:
-    from memlab.eval.sweep import configure
+    from memlab.eval.sweep_config import configure
 
     points = configure({"name": "bm25"}, {"retriever__k1": [1.5], "retriever__b": [0.5, 0.75]}, "bm25")
     assert [label for _, _, label, _ in points] == ["bm25 retriever__k1=1.5 retriever__b=0.5",

@@ -250,3 +250,40 @@ def test_the_cycle_finder_sees_a_cycle_through_a_package_and_a_function() -> Non
              "memlab.c": {"memlab.a.x"}}
     assert cycles(graph) == [["memlab.a.x", "memlab.b", "memlab.b.y"]]
     assert cycles({"memlab.a": {"memlab.b"}, "memlab.b": set()}) == []
+
+
+# -- one home per name: a module imports what it uses, it does not re-export ---------------------
+
+def unused_imports(source: str) -> list[tuple[int, str]]:
+    """Names a module imports at its top level and never uses: (line, name). A use is a
+    ``Name`` anywhere in the module or a word of a string (``__all__``, an annotation in
+    quotes). A package's ``__init__`` is its public face and is not checked with this."""
+    tree = ast.parse(source)
+    imported: dict[str, int] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                imported[(alias.asname or alias.name).split(".")[0]] = node.lineno
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used.update(re.findall(r"\w+", node.value))
+    return sorted((line, name) for name, line in imported.items() if name not in used)
+
+
+def test_no_module_re_exports_a_name() -> None:
+    """An old path is kept in ``memlab._compat`` (with a warning), never by importing a name a
+    module does not use: that is a second home for it."""
+    found = [f"{path.relative_to(PACKAGE.parent)}:{line}: {name}"
+             for path in sorted(PACKAGE.rglob("*.py")) if path.name not in ("__init__.py", "_compat.py")
+             for line, name in unused_imports(path.read_text(encoding="utf-8"))]
+    assert not found, "imported but unused (re-exported?); import it from its home instead:\n" + "\n".join(found)
+
+
+def test_the_re_export_check_sees_one() -> None:
+    assert unused_imports("from .a import b as b, c\nimport d\nx = c() + d.e\n") == [(1, "b")]
+    assert unused_imports("from .a import b\n__all__ = ['b']\n") == []

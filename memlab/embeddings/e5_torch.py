@@ -285,7 +285,6 @@ class E5Torch:
 
     def encode(self, texts: list[str], query: bool) -> np.ndarray:
         """Unit vectors (len(texts), 384), float32, in query or passage mode."""
-        torch = self.torch
         content = self.tokenizer.content_ids([PREFIXES[query] + t for t in texts])
         # windows: (text index, ids incl. specials, weight = content tokens)
         windows: list[tuple[int, list[int], int]] = []

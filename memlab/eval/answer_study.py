@@ -46,8 +46,7 @@ from typing import Any
 import pandas as pd
 
 from ..base import MemlabError
-from .answers import Answerer, make_judges, add_answer_scores, judge_agreement, judge_rows
-from .answers import llm_identity as llm_identity  # re-exported: it lived here before
+from .answers import Answerer, add_answer_scores, judge_agreement, judge_rows, llm_identity, make_judges
 from .dataset import Dataset
 from .loss import loss_split, loss_stage
 from .metrics import summarize

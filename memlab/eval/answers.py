@@ -66,7 +66,6 @@ from ..llm.prompts import (
     template_prompt_set,
 )
 from ..text import HAN, KANA, porter_stem
-from .locomo_score import locomo_f1 as locomo_f1, probe_locomo_f1 as probe_locomo_f1  # LoCoMo's official score
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CJK_OR_WORD = re.compile(f"[{KANA}{HAN}]|[^{KANA}{HAN}]+")

@@ -18,7 +18,6 @@ Pareto front they would otherwise dominate.
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections.abc import Sequence

@@ -275,7 +275,8 @@ def gold_sessions(probe: Any, session_of: dict[str, str], sessions: set[str] | N
 
 def _answer_columns(answerer: Any, judge: Any, messages: list[dict[str, Any]], probe: Any) -> dict[str, Any]:
     """prediction, answer_f1 and judge_correct (NaN without a gold answer or a judge), with their tokens."""
-    from .answers import probe_locomo_f1, token_f1
+    from .answers import token_f1
+    from .locomo_score import probe_locomo_f1
 
     completion = answerer.answer(messages, probe.query)
     gold = probe.answer

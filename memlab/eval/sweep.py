@@ -49,18 +49,12 @@ from ..strategy import Strategy
 from .cells import CellStore
 from .dataset import Dataset
 from .replay import replay, replay_variants, shares_observation
-# The checks, the outputs and the user imports live in their own modules; every name below
-# was defined here before and stays importable from here (``X as X``: a re-export).
 from .dataset_files import dataset_files
 from .sweep_config import (
-    _COLUMN_ARGS as _COLUMN_ARGS, _TOP_KEYS, _check_plots, _dataset, _did_you_mean, _need_table,
-    _positive_int as _positive_int, _run_options, _short as _short, _strategy_specs, check_output_dir,
-    check_plot, configure, expected_columns, grid_points as grid_points, read_config as read_config,
+    _TOP_KEYS, _check_plots, _dataset, _did_you_mean, _need_table, _run_options, _strategy_specs,
+    check_output_dir, check_plot, configure, expected_columns,
 )
-from .sweep_outputs import (
-    PLOT_FUNCTIONS as PLOT_FUNCTIONS, PLOT_KINDS as PLOT_KINDS, SweepResult, make_plot as make_plot,
-    plot_file_name as plot_file_name, summary_markdown as summary_markdown, write_outputs,
-)
+from .sweep_outputs import SweepResult, write_outputs
 from .user_modules import import_user_module
 
 def sweep(strategy: Strategy | Mapping[str, Any], grid: Mapping[str, Sequence[Any]] | None,

@@ -35,7 +35,7 @@ import time
 import weakref
 from typing import Any
 
-from ..base import ConfigError, MemlabError, Param
+from ..base import ConfigError, Param
 from ..secrets import Secret, as_secret, reveal
 from .base import SCHEMA_PARAM, Completion, LLMError, Message
 from .cache import ResponseCache

@@ -17,7 +17,6 @@ from typing import Any
 
 from ..base import Component, ConfigError, Param
 from ..text import ENGLISH_STOPWORDS, HAN, HAN_SUPPLEMENTARY, snowball_stemmer
-from ..text import porter_stem  # noqa: F401 (still importable from here and memlab.retrieval)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _HAN = HAN + HAN_SUPPLEMENTARY

@@ -17,12 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..embeddings.named import EMBEDDERS, default_cache_path, make_embedder  # noqa: F401 (public here too)
-from ..offline.named import make_llm  # noqa: F401 (public here too)
+from ..offline.named import make_llm
 from .parts import basic_retriever, contextual_bm25, hybrid_plus_retriever, recall_retriever
-from .parts import strong_tokenizer  # noqa: F401 (public here too)
 from .registry import registry
-from .spec import get, names  # noqa: F401 (public here too)
 from .memory import LongtermStrategy, WindowStrategy
 from .retrieval import RetrievalStrategy
 

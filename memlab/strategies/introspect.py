@@ -58,7 +58,7 @@ def check_name(name: str, folders: Iterable[Path] = ()) -> None:
     ``*.py`` file in ``folders`` registers that name, the ``--import`` that loads it."""
     try:
         registry.factory(name)
-    except ConfigError as exc:
+    except ConfigError:
         defining = modules_registering(name, folders)
         if defining:
             raise ConfigError(f"unknown strategy {name!r}: {' and '.join(defining)} registers it; add "

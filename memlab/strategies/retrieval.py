@@ -33,7 +33,7 @@ from ..records import ContextRecord, Hit, MemoryRecord, Role
 from ..retrieval import DecayRetriever, ExpansionRetriever, Retriever
 from ..filters import Where
 from ..tokens import TiktokenCounter, TokenCounter
-from ..strategy import Context, Strategy, source_ids  # noqa: F401 (source_ids: still importable here)
+from ..strategy import Context, Strategy
 
 
 class RetrievalStrategy(Strategy):

@@ -177,7 +177,7 @@ def bm25_session_prior(session_weight: float = 0.5, k1: float = 1.5, b: float = 
     """Stemmed BM25 over turns, re-ranked with the stemmed BM25 score of each turn's whole
     session (``SessionPriorStrategy``): the session finds the conversation, the turn the line."""
     from ..retrieval import BM25Retriever
-    from .builtins import strong_tokenizer
+    from .parts import strong_tokenizer
 
     return SessionPriorStrategy(retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b),
                                 session_retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b),
@@ -192,7 +192,7 @@ def bm25_sessions(k1: float = 1.5, b: float = 0.75, date: bool = True,
     A hit is a session: its tokens are the whole session's, its source ids all its turns.
     """
     from ..retrieval import BM25Retriever
-    from .builtins import strong_tokenizer
+    from .parts import strong_tokenizer
 
     return SessionStrategy(retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b), date=date)
 

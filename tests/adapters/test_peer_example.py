@@ -13,7 +13,7 @@ from rank_bm25 import BM25Okapi
 from memlab import ConfigError, strategies
 from memlab.cli import main
 from memlab.eval import load_any
-from memlab.eval.sweep import import_user_module
+from memlab.eval.user_modules import import_user_module
 from memlab.testing import check_records, check_retriever, check_strategy
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from memlab.embeddings.base import Embedder
 from memlab.embeddings.sentence_transformer import BGE_QUERY_INSTRUCTION, default_prefixes
 from memlab.records import MemoryRecord
 from memlab.retrieval import VectorRetriever
-from memlab.strategies.builtins import make_embedder
+from memlab.embeddings.named import make_embedder
 
 
 class ModeEmbedder(Embedder):

@@ -14,7 +14,7 @@ from memlab.eval.loaders import (
     locomo_turn_content,
     parse_locomo_date,
 )
-from memlab.eval.loaders.native import check_dialogue
+from memlab.eval.loaders.checks import check_dialogue
 from memlab.eval.paths import locomo_path
 
 MINI = str(Path(__file__).parent.parent / "data" / "locomo_mini.json")

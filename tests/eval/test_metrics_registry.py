@@ -18,7 +18,9 @@ from memlab.eval.metrics import (BOUNDED, CONTEXT_METRICS, RETRIEVAL_METRICS, Ro
                                  get_metric, is_bounded, metric_columns, parse_column, register_metric,
                                  registered, unregister_metric)
 from memlab.eval import load_any, replay
-from memlab.eval.sweep import import_user_module, read_config, run_config
+from memlab.eval.sweep import run_config
+from memlab.eval.sweep_config import read_config
+from memlab.eval.user_modules import import_user_module
 
 ROOT = Path(__file__).resolve().parents[2]
 F1 = ROOT / "experiments" / "f1_metric.py"

@@ -10,7 +10,7 @@ from jsonschema import Draft202012Validator
 
 from memlab.eval.dataset import DatasetError
 from memlab.eval.loaders import dataset_from_dict, load_dataset, native_schema
-from memlab.eval.loaders.native import MAX_ERRORS
+from memlab.eval.loaders.checks import MAX_ERRORS
 
 from .helpers import doc, write
 

@@ -245,7 +245,8 @@ def test_ctrl_c_says_how_many_finished_cells_were_kept(tmp_path, tiny_file, caps
                                        "the same command resumes with the 2 missing (--fresh recomputes all)\n")
     assert len(list((out / "cells").glob("*.parquet"))) == 2
     # without an output folder nothing is kept: the plain interruption
-    from memlab.eval.sweep import SweepInterrupted, read_config, run_config
+    from memlab.eval.sweep import SweepInterrupted, run_config
+    from memlab.eval.sweep_config import read_config
 
     with pytest.raises(KeyboardInterrupt) as caught:
         run_config(read_config(toml), base_dir=tmp_path)

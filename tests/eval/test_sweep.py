@@ -4,7 +4,8 @@ import pytest
 from memlab import ConfigError, strategies
 from memlab.cli import main
 from memlab.eval.results import load_results
-from memlab.eval.sweep import grid_points, run_config, sweep
+from memlab.eval.sweep import run_config, sweep
+from memlab.eval.sweep_config import grid_points
 
 
 def test_grid_points_first_parameter_slowest():

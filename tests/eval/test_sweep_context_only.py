@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from memlab.eval import load_any, replay
-from memlab.eval.sweep import configure, sweep
+from memlab.eval.sweep import sweep
+from memlab.eval.sweep_config import configure
 from memlab.strategies.memory import LongtermStrategy
 
 ROOT = Path(__file__).resolve().parents[2]

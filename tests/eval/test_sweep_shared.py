@@ -16,7 +16,8 @@ import importlib
 replay_module = importlib.import_module("memlab.eval.replay")
 from memlab.eval import load_any
 from memlab.eval.replay import replay_variants, shares_observation
-from memlab.eval.sweep import _shared_groups, configure, sweep
+from memlab.eval.sweep import _shared_groups, sweep
+from memlab.eval.sweep_config import configure
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = [ROOT / "datasets" / n for n in ("preference_change.json", "memory_lifecycle.json",

@@ -17,7 +17,7 @@ from memlab.llm import LLMError, ResponseCache
 from memlab.llm.chat_formats import GEMMA_FORMAT, TRANSCRIPT_FORMAT, fold_messages, render_transcript
 from memlab.llm.local import LocalLLM
 from memlab.llm.models import model_path, models_dir
-from memlab.strategies.builtins import make_llm
+from memlab.offline import make_llm
 
 GEMMA = "gemma-3-270m"
 

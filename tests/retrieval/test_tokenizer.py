@@ -3,7 +3,8 @@
 import pytest
 
 from memlab.base import ConfigError
-from memlab.retrieval.tokenize import ENGLISH_STOPWORDS, Tokenizer, porter_stem, snowball_stem
+from memlab.retrieval.tokenize import Tokenizer, snowball_stem
+from memlab.text import ENGLISH_STOPWORDS, porter_stem
 
 
 def test_default_is_lowercased_word_tokens():

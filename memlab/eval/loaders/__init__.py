@@ -19,7 +19,6 @@ from typing import Any
 from ...base import did_you_mean
 from ..dataset import Dataset, DatasetError
 from . import beam as _beam  # noqa: F401  (registers the BEAM format)
-from .checks import first_char, iter_json_array
 from .locomo import CATEGORIES as LOCOMO_CATEGORIES
 from .locomo import is_locomo, load_locomo, locomo_turn_content, parse_locomo_date
 from .longmemeval import (is_longmemeval, iter_longmemeval, load_longmemeval, neutral_session_id,
@@ -29,7 +28,6 @@ from .native import (
     is_native,
     load_native,
     native_schema,
-    read_json,
     validate_native,
 )
 from .registry import Loader, detect_path, get_loader, json_sample, loader_names, register_loader, unregister_loader

@@ -25,8 +25,7 @@ from ..dataset import (
     Turn,
     parse_time,
 )
-from .checks import (  # noqa: F401 (MAX_ERRORS, check_dialogue, read_json are imported from here)
-    MAX_ERRORS,
+from .checks import (
     MAX_REPR,
     _json_type,
     _location,
@@ -34,7 +33,6 @@ from .checks import (  # noqa: F401 (MAX_ERRORS, check_dialogue, read_json are i
     _short,
     _unknown,
     check_dataset,
-    check_dialogue,
     got,
     read_json,
 )

@@ -67,7 +67,6 @@ LongMemEval's flat-bm25 does.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -197,7 +196,6 @@ for _i, _name in enumerate(("lme_recall_any", "lme_recall_all", "lme_ndcg_any"))
 for _i, _name in enumerate(("lme_turn_recall_any", "lme_turn_recall_all", "lme_turn_ndcg_any")):
     register_metric(_name, _turn_fn(_i), view="retrieval", param="k", needs=LONGMEMEVAL_COLUMNS,
                     batch="longmemeval", unscored=_UNSCORED, doc=_DOCS[_name])
-
 
 
 @register_batch("longmemeval")

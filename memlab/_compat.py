@@ -61,6 +61,8 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
                                    "strong_tokenizer": "memlab.strategies.parts",
                                    "get": "memlab.strategies.spec", "names": "memlab.strategies.spec"},
     "memlab.strategies.retrieval": {"source_ids": "memlab.strategy"},
+    "memlab.strategies.sessions": {n: "memlab.strategies.builtins" for n in ("bm25_session_prior", "bm25_sessions")},
+    "memlab.strategies.recall_plus": {"recall_plus": "memlab.strategies.builtins"},
     "memlab.retrieval.tokenize": {"porter_stem": "memlab.text"},
     "memlab.eval.answers": {"locomo_f1": "memlab.eval.locomo_score", "probe_locomo_f1": "memlab.eval.locomo_score"},
     "memlab.eval.loaders": {n: "memlab.eval.loaders.checks" for n in ("first_char", "iter_json_array", "read_json")},

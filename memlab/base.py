@@ -16,7 +16,7 @@ import inspect
 import math
 import numbers
 from abc import ABCMeta, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable, ClassVar, Generic, Iterator, TypeVar
 
 C = TypeVar("C", bound="Component")
@@ -384,23 +384,44 @@ def _clone_value(value: Any, scope: str | None = None) -> Any:
 
 
 class Registry(Generic[T]):
-    """Named factories of one kind, looked up with a helpful error on a typo."""
+    """Named factories of one kind, looked up with a helpful error on a typo.
 
-    def __init__(self, kind: str):
+    A name may carry tags (``register(name, factory, tags=(...))``) from the registry's
+    vocabulary ``tags`` (tag -> what it means; no vocabulary: no tags); ``names(tag=...)``
+    lists the names that carry one. Whatever reads "every built-in" reads the tag, so a new
+    entry is added in one place."""
+
+    def __init__(self, kind: str, tags: Mapping[str, str] | None = None):
         self.kind = kind
+        self.vocabulary: dict[str, str] = dict(tags or {})
         self._items: dict[str, Callable[..., T]] = {}
         self._lazy: dict[str, str] = {}  # name -> "module:attr", imported on first lookup
+        self._tags: dict[str, frozenset[str]] = {}
 
-    def register_lazy(self, name: str, target: str) -> None:
+    def _checked_tags(self, name: str, tags: Iterable[str]) -> frozenset[str]:
+        if isinstance(tags, str):
+            raise ConfigError(f"{self.kind} {name!r}: tags must be a list of tags, got the string {tags!r}")
+        out = frozenset(tags)
+        for tag in sorted(out):
+            if tag not in self.vocabulary:
+                known = ", ".join(sorted(self.vocabulary)) or "none (this registry has no tags)"
+                raise ConfigError(f"{self.kind} {name!r}: unknown tag {tag!r}; tags: {known}")
+        return out
+
+    def register_lazy(self, name: str, target: str, *, tags: Iterable[str] = ()) -> None:
         """Register the factory ``target`` ("package.module:attr") under ``name`` without
         importing it: it is imported when ``name`` is first looked up, so the registry never
         imports what registers in it (no import cycle, and optional libraries stay unloaded)."""
+        checked = self._checked_tags(name, tags)
         if name in self._items or name in self._lazy:
             raise ConfigError(f"{self.kind} {name!r} is already registered")
         self._lazy[name] = target
+        self._tags[name] = checked
 
-    def register(self, name: str, factory: Callable[..., T] | None = None, *, overwrite: bool = False):
-        """Register ``factory`` under ``name``; usable as a decorator."""
+    def register(self, name: str, factory: Callable[..., T] | None = None, *, overwrite: bool = False,
+                 tags: Iterable[str] = ()):
+        """Register ``factory`` under ``name`` with ``tags``; usable as a decorator."""
+        checked = self._checked_tags(name, tags)
 
         def add(f: Callable[..., T]) -> Callable[..., T]:
             if name in self._lazy and not overwrite:
@@ -409,6 +430,8 @@ class Registry(Generic[T]):
                 raise ConfigError(f"{self.kind} {name!r} is already registered")
             self._lazy.pop(name, None)
             self._items[name] = f
+            # a lazy entry registering its own factory keeps the entry's tags
+            self._tags[name] = checked | (frozenset() if overwrite else self._tags.get(name, frozenset()))
             return f
 
         return add(factory) if factory is not None else add
@@ -426,21 +449,33 @@ class Registry(Generic[T]):
             raise ConfigError(did_you_mean(name, self.names(), self.kind))
         return self._items[name]
 
-    def names(self) -> list[str]:
-        return sorted([*self._items, *self._lazy])
+    def names(self, tag: str | None = None) -> list[str]:
+        """The registered names, sorted; with ``tag``, those that carry it."""
+        if tag is not None and tag not in self.vocabulary:
+            raise ConfigError(did_you_mean(tag, sorted(self.vocabulary), f"{self.kind} tag"))
+        return sorted(n for n in [*self._items, *self._lazy] if tag is None or tag in self._tags.get(n, ()))
 
-    def snapshot(self) -> tuple[dict[str, Callable[..., T]], dict[str, str]]:
+    def tags(self, name: str) -> list[str]:
+        """The tags of ``name``, sorted (an unknown name is an error with a did-you-mean)."""
+        if name not in self:
+            raise ConfigError(did_you_mean(name, self.names(), self.kind))
+        return sorted(self._tags.get(name, ()))
+
+    def snapshot(self) -> tuple[dict[str, Callable[..., T]], dict[str, str], dict[str, frozenset[str]]]:
         """What is registered now, for ``restore``: a caller that registers for a while (a
         command run in-process, a test) can leave the registry as it found it."""
-        return dict(self._items), dict(self._lazy)
+        return dict(self._items), dict(self._lazy), dict(self._tags)
 
-    def restore(self, snapshot: tuple[dict[str, Callable[..., T]], dict[str, str]]) -> None:
+    def restore(self, snapshot: tuple[dict[str, Callable[..., T]], dict[str, str], dict[str, frozenset[str]]]
+                ) -> None:
         """Back to ``snapshot``: names registered since are gone, replaced ones come back."""
-        items, lazy = snapshot
+        items, lazy, tags = snapshot
         self._items.clear()
         self._items.update(items)
         self._lazy.clear()
         self._lazy.update(lazy)
+        self._tags.clear()
+        self._tags.update(tags)
 
     def __contains__(self, name: object) -> bool:
         return name in self._items or name in self._lazy

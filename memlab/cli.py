@@ -8,7 +8,7 @@
     memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--fresh] [--progress | --quiet]
     memlab compare RESULTS [RESULTS ...] --metric M [--a LABEL --b LABEL] [--json]
                    [--n-resamples N] [--seed S] [--show N [--dataset FILE]]
-    memlab strategies [--import FILE.py ...]
+    memlab strategies [--tag TAG] [--import FILE.py ...]
     memlab serve-llm [--model NAME | PATH.gguf] [--host 127.0.0.1] [--port 8077] [--api-key KEY]
                      [--alias NAME] [--chat-format F] [--n-ctx N] [--n-threads N] [--n-gpu-layers N]
     memlab --version
@@ -114,6 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE.py",
                     help="a Python file that registers strategies: they are listed too, with their "
                          "parameters; repeatable")
+    st.add_argument("--tag", default=None, metavar="TAG",
+                    help="list only the strategies that carry this tag (each line ends with its tags)")
     _serve_llm_parser(sub)
     return p
 
@@ -359,9 +361,10 @@ def cmd_strategies(args: argparse.Namespace) -> int:
         before = set(registry.names())
         import_user_module(module)
         added[module] = sorted(set(registry.names()) - before)
-    for name in registry.names():
+    for name in registry.names(tag=args.tag):  # an unknown tag: a did-you-mean, exit 2
         doc = (registry.factory(name).__doc__ or "").strip().splitlines()
-        print(f"{name:<14} {doc[0] if doc else ''}")
+        tags = registry.tags(name)
+        print(f"{name:<14} {doc[0] if doc else ''}" + (f"  [{', '.join(tags)}]" if tags else ""))
     for module, names in added.items():
         print(f"\n{module}: " + (f"registers {', '.join(names)}" if names else
                                  "registers no new strategy (its names may already be registered)"))

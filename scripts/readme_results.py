@@ -594,9 +594,19 @@ def _defined_in_docstring(name: str, module: str) -> str:
     return " ".join(found.lstrip("- ").split())
 
 
+def render_strategy_tags(_: str = "") -> str:
+    """The strategy registry's tags and what each says (``memlab.strategies.registry.TAGS``),
+    with the strategies that carry it."""
+    from memlab.strategies import registry
+    from memlab.strategies.registry import TAGS
+
+    return "\n" + "\n".join(f"- `{tag}`: {what} ({', '.join(f'`{n}`' for n in registry.names(tag=tag))})"
+                            for tag, what in TAGS.items()) + "\n"
+
+
 def render_strategies(_: str = "") -> str:
-    """Every strategy memlab registers by name, with its factory's docstring (first paragraph);
-    the peer adapters (``memlab.strategies.registry.ADAPTERS``) say which extra they need."""
+    """Every strategy memlab registers by name, with its tags and its factory's docstring (first
+    paragraph); the peer adapters (``memlab.strategies.registry.ADAPTERS``) say so."""
     from memlab.strategies import registry
     from memlab.strategies.registry import ADAPTERS
 
@@ -606,7 +616,9 @@ def render_strategies(_: str = "") -> str:
         if not _ours(getattr(factory, "__module__", None)):
             continue
         doc = _first_paragraph(factory.__doc__)
-        lines.append(f"- `{name}`" + (" (peer adapter)" if name in ADAPTERS else "") + (f": {doc}" if doc else ""))
+        tags = ", ".join(registry.tags(name))
+        lines.append(f"- `{name}`" + (" (peer adapter)" if name in ADAPTERS else "") + (f" [{tags}]" if tags else "")
+                     + (f": {doc}" if doc else ""))
     return "\n" + "\n".join(lines) + "\n"
 
 
@@ -781,6 +793,7 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "layered_local": render_layered_local,
     "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges,
     "notebooks": render_notebooks, "metrics": render_metrics, "strategies": render_strategies,
+    "strategy_tags": render_strategy_tags,
     "cli_flags": render_cli_flags, "formats": render_formats, "local_models": render_local_models,
     "strategy_methods": render_strategy_methods, "generalise": render_generalise, "layout": render_layout, "layers": render_layers}
 

@@ -143,6 +143,33 @@ def test_registry():
         reg.get("plian")
 
 
+def test_registry_tags_are_declared_checked_listed_and_restored():
+    reg: Registry[Leaf] = Registry("leaf kind", tags={"builtin": "ours", "fast": "quick"})
+    reg.register("a", Leaf, tags=("builtin", "fast"))
+    reg.register("b", Leaf)
+    reg.register_lazy("c", "memlab.base:Component", tags=["builtin"])
+    assert reg.names(tag="builtin") == ["a", "c"] and reg.names(tag="fast") == ["a"] and reg.names() == ["a", "b", "c"]
+    assert reg.tags("a") == ["builtin", "fast"] and reg.tags("b") == []
+    reg.factory("c")  # a lazy entry keeps its tags once imported
+    assert reg.tags("c") == ["builtin"]
+    with pytest.raises(ConfigError, match=r"leaf kind 'd': unknown tag 'biultin'; tags: builtin, fast"):
+        reg.register("d", Leaf, tags=["biultin"])
+    assert "d" not in reg
+    with pytest.raises(ConfigError, match=r"tags must be a list of tags, got the string 'builtin'"):
+        reg.register("d", Leaf, tags="builtin")
+    with pytest.raises(ConfigError, match=r"unknown leaf kind tag 'fsat'. Did you mean 'fast'"):
+        reg.names(tag="fsat")
+    with pytest.raises(ConfigError, match=r"unknown leaf kind 'zz'"):
+        reg.tags("zz")
+    snap = reg.snapshot()
+    reg.register("e", Leaf, tags=["fast"])
+    reg.restore(snap)
+    assert reg.names(tag="fast") == ["a"]
+    untagged: Registry[Leaf] = Registry("plain")
+    with pytest.raises(ConfigError, match=r"tags: none \(this registry has no tags\)"):
+        untagged.register("a", Leaf, tags=["x"])
+
+
 def test_failed_set_params_changes_nothing():
     tree = Tree(leaf=Leaf(2.0), leaves=[Leaf(1.0)], k=3)
     with pytest.raises(ConfigError, match=r"alpha must be >= 0, got -1"):

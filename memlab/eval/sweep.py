@@ -51,7 +51,7 @@ from .dataset import Dataset
 from .replay import replay, replay_variants, shares_observation
 from .dataset_files import dataset_files
 from .sweep_config import (
-    _TOP_KEYS, _check_plots, _dataset, _did_you_mean, _need_table, _run_options, _strategy_specs,
+    _TOP_KEYS, _check_plots, _dataset, _did_you_mean, _need_table, _run_options, strategy_specs,
     check_output_dir, check_plot, configure, expected_columns,
 )
 from .sweep_outputs import SweepResult, write_outputs
@@ -196,7 +196,7 @@ def run_config(config: Mapping[str, Any], base_dir: str | Path = ".", *, output:
     # the files behind it, hashed into provenance.json: a record names the exact data it read
     data_path = Path(str(config["dataset"]["path"]))
     data_path = data_path if data_path.is_absolute() else base_dir / data_path
-    specs = _strategy_specs(config, where)
+    specs = strategy_specs(config, where)
     ks, k_max, budgets, jobs, out = _run_options(config.get("run", {}), where, n_jobs, output)
     grid = config.get("grid")
     if grid is not None:

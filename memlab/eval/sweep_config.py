@@ -191,7 +191,10 @@ def _dataset(spec: Any, base_dir: Path, where: str) -> Dataset:
     return dataset
 
 
-def _strategy_specs(config: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+def strategy_specs(config: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    """The strategy entries of a sweep file's tables (``read_config``), checked: its [strategy]
+    or its [[strategies]] entries, each ``tag`` entry expanded to the strategies registered
+    with that tag (``_tagged``); labels must differ."""
     if isinstance(config.get("strategy"), list):
         raise ConfigError(f"{where}: [[strategy]] is not a sweep table: did you mean [[strategies]] "
                           f"(one entry per strategy), or a single [strategy] table?")
@@ -205,7 +208,37 @@ def _strategy_specs(config: Mapping[str, Any], where: str) -> list[dict[str, Any
         raise ConfigError(f"{where}: no strategy: add a [strategy] table or [[strategies]] entries")
     if not isinstance(specs, list) or not all(isinstance(s, Mapping) for s in specs):
         raise ConfigError(f"{where}: strategies must be [[strategies]] tables, got {specs!r}")
-    return [dict(s) for s in specs]
+    out: list[dict[str, Any]] = []
+    for spec in specs:
+        out.extend(_tagged(spec, where) if "tag" in spec else [dict(spec)])
+    labels = [str(s.get("label") or s.get("name") or s.get("class")) for s in out]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise ConfigError(f"{where}: strategy label(s) {', '.join(map(repr, twice))} given twice (a [[strategies]] "
+                          f"entry and a tag entry can name the same strategy): give each its own label")
+    return out
+
+
+def _tagged(spec: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    """A ``[[strategies]] tag = "builtin"`` entry: one entry per registered strategy that carries
+    the tag (``memlab.strategies.registry.TAGS``), labelled by its name, in name order, each
+    with the entry's ``params`` if any."""
+    from ..strategies.registry import registry
+
+    extra = sorted(set(spec) - {"tag", "params"})
+    if extra:
+        raise ConfigError(f"{where}: a [[strategies]] entry with tag takes only tag and params, got {extra}")
+    tag = spec["tag"]
+    if not isinstance(tag, str):
+        raise ConfigError(f"{where}: [[strategies]] tag must be a string such as 'builtin', got {tag!r}")
+    try:
+        names = registry.names(tag=tag)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: [[strategies]] {exc}") from None
+    if not names:
+        raise ConfigError(f"{where}: [[strategies]] tag {tag!r}: no registered strategy carries it")
+    params = dict(spec.get("params") or {})
+    return [{"label": name, "name": name, **({"params": params} if params else {})} for name in names]
 
 
 def _run_options(run: Any, where: str, n_jobs: int | None, output: str | Path | None

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from ..embeddings.named import make_embedder
 from ..strategy import Context, Strategy
-from . import builtins as _builtins  # noqa: F401 (registers the recipes)
+from . import builtins as _builtins  # noqa: F401 (registers every built-in recipe, with its tags)
 from .memory import LongtermStrategy, WindowStrategy
 from .published import FlatBM25Strategy
 from .reference import FullContextStrategy, OracleStrategy
 from .registry import registry
 from .retrieval import RetrievalStrategy
-from .sessions import SessionStrategy  # registers bm25_sessions
-from . import recall_plus as _recall_plus  # noqa: F401 (registers recall_plus)
+from .sessions import SessionStrategy
 from .spec import build, build_strategy, get, names, to_spec
 
 register = registry.register

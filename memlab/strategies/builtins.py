@@ -1,6 +1,12 @@
-"""The built-in strategies (recipes), registered by name. The parts they assemble are in
-``parts``, embedders and LLMs by name in ``memlab.embeddings.named`` and
-``memlab.offline.named`` (their names stay importable from here).
+"""Every built-in strategy (recipe), registered by name with its tags, in this one module:
+memlab's memory strategies (``builtin``), the references (``reference``: ``oracle``,
+``full_context``, classes of ``reference``), the published baseline (``published``:
+``flat_bm25``), all ``offline`` (the tags: ``memlab.strategies.registry.TAGS``). A new
+built-in is one registration here; the sweep of every built-in
+(experiments/compare_builtins.toml), ``memlab strategies --tag``, the docs' list and the tests
+read the tags. The parts the recipes assemble are in ``parts``, ``sessions`` and
+``recall_plus``; embedders and LLMs by name in ``memlab.embeddings.named`` and
+``memlab.offline.named``.
 
     memlab.strategies.get("hybrid", embedder="minilm", weights=[0.8, 0.2])
 
@@ -21,15 +27,27 @@ from ..offline.named import make_llm
 from .parts import basic_retriever, contextual_bm25, hybrid_plus_retriever, recall_retriever
 from .registry import registry
 from .memory import LongtermStrategy, WindowStrategy
+from .published import FlatBM25Strategy
+from .recall_plus import DEFAULTS, recall_plus_retriever
+from .reference import FullContextStrategy, OracleStrategy
 from .retrieval import RetrievalStrategy
+from .sessions import SessionPriorStrategy, SessionStrategy
 
-@registry.register("window")
+#: The tags of memlab's memory strategies, of the references and of the published baseline.
+BUILTIN, REFERENCE, PUBLISHED = ("builtin", "offline"), ("reference", "offline"), ("published", "offline")
+
+registry.register("oracle", OracleStrategy, tags=REFERENCE)
+registry.register("full_context", FullContextStrategy, tags=REFERENCE)
+registry.register("flat_bm25", FlatBM25Strategy, tags=PUBLISHED)
+
+
+@registry.register("window", tags=BUILTIN)
 def window(window_size: int | None = 10, keep_rate: float = 0.9, token_limit: int = 2048) -> WindowStrategy:
     """The last window_size turns: recency only (CAMEL ChatHistoryMemory)."""
     return WindowStrategy(window_size=window_size, keep_rate=keep_rate, token_limit=token_limit)
 
 
-@registry.register("longterm")
+@registry.register("longterm", tags=BUILTIN)
 def longterm(keep_rate: float = 0.9, window_size: int | None = None, retrieve_limit: int = 3,
              token_limit: int = 512, embedder: Any = "e5") -> LongtermStrategy:
     """History + recalls competing for a token budget (CAMEL LongtermAgentMemory).
@@ -42,7 +60,7 @@ def longterm(keep_rate: float = 0.9, window_size: int | None = None, retrieve_li
                             token_limit=token_limit, retriever=recall_retriever(embedder))
 
 
-@registry.register("bm25")
+@registry.register("bm25", tags=BUILTIN)
 def bm25(k1: float = 1.5, b: float = 0.75) -> RetrievalStrategy:
     """Okapi BM25 over turns (incremental index)."""
     from ..retrieval import BM25Retriever
@@ -50,7 +68,7 @@ def bm25(k1: float = 1.5, b: float = 0.75) -> RetrievalStrategy:
     return RetrievalStrategy(retriever=BM25Retriever(k1=k1, b=b))
 
 
-@registry.register("bm25_plus")
+@registry.register("bm25_plus", tags=BUILTIN)
 def bm25_plus(k1: float = 1.5, b: float = 0.75, before: int = 2, after: int = 1, own_weight: int = 2,
               neighbour_weight: int = 1, date: bool = True, chinese: str = "char+bigram") -> RetrievalStrategy:
     """The strong lexical strategy: stemmed, stop-worded BM25 over turns indexed with their neighbours and date.
@@ -64,7 +82,7 @@ def bm25_plus(k1: float = 1.5, b: float = 0.75, before: int = 2, after: int = 1,
                                                        date, chinese))
 
 
-@registry.register("hybrid_plus")
+@registry.register("hybrid_plus", tags=BUILTIN)
 def hybrid_plus(embedders: list[Any] | None = None, weights: list[float] | None = None,
                 normalization: str = "minmax", candidates: int = 50, before: int = 2, after: int = 1,
                 own_weight: int = 2, date: bool = True, chinese: str = "char+bigram") -> RetrievalStrategy:
@@ -80,19 +98,19 @@ def hybrid_plus(embedders: list[Any] | None = None, weights: list[float] | None 
                                                              after, own_weight, date, chinese))
 
 
-@registry.register("vector")
+@registry.register("vector", tags=BUILTIN)
 def vector(embedder: Any = "hashing") -> RetrievalStrategy:
     """Cosine similarity of embeddings (hashing by default; "e5" or "minilm" for semantic)."""
     return RetrievalStrategy(retriever=basic_retriever("vector", embedder))
 
 
-@registry.register("hybrid")
+@registry.register("hybrid", tags=BUILTIN)
 def hybrid(embedder: Any = "hashing", weights: list[float] | None = None, fusion: str = "rrf") -> RetrievalStrategy:
     """BM25 + vector fused by weighted RRF (k=60) or a weighted sum of min-max scores."""
     return RetrievalStrategy(retriever=basic_retriever("hybrid", embedder, weights, fusion))
 
 
-@registry.register("bm25_prf")
+@registry.register("bm25_prf", tags=BUILTIN)
 def bm25_prf(fb_docs: int = 3, fb_terms: int = 10) -> RetrievalStrategy:
     """BM25 with pseudo-relevance-feedback query expansion (no LLM)."""
     from ..retrieval import BM25Retriever, PseudoRelevanceFeedback
@@ -101,7 +119,7 @@ def bm25_prf(fb_docs: int = 3, fb_terms: int = 10) -> RetrievalStrategy:
                              expansion=PseudoRelevanceFeedback(fb_docs=fb_docs, fb_terms=fb_terms))
 
 
-@registry.register("hybrid_decay")
+@registry.register("hybrid_decay", tags=BUILTIN)
 def hybrid_decay(embedder: Any = "e5", weights: list[float] | None = None, decay_weight: float = 0.4,
                  time_unit: float = 86400.0, strength_growth: float = 1.0,
                  forget_threshold: float = 0.0) -> RetrievalStrategy:
@@ -128,7 +146,7 @@ def hybrid_decay(embedder: Any = "e5", weights: list[float] | None = None, decay
     return strategy
 
 
-@registry.register("layered")
+@registry.register("layered", tags=BUILTIN)
 def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, token_budget: int = 4000,
             embedder: Any = "e5"):
     """Short-term window with summaries + long-term typed memories + working-memory pipeline.
@@ -161,7 +179,7 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
                          update_step=Update(keep_events=True, archive_summaries=False), llm=model)
 
 
-@registry.register("layered_lifecycle")
+@registry.register("layered_lifecycle", tags=BUILTIN)
 def layered_lifecycle(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, token_budget: int = 4000,
                       merge_threshold: float = 0.5, min_support: int = 3, show: str = "both",
                       summarize_every: int | None = 5, consolidate_every: int | None = 5,
@@ -215,3 +233,58 @@ def layered_lifecycle(llm: Any = None, max_turns: int | None = 10, keep_recent: 
         update_step=LifecycleUpdate(summarize_every=summarize_every, consolidate_every=consolidate_every,
                                     merger=merger, abstractor=abstractor),
         llm=model)
+
+
+@registry.register("bm25_session_prior", tags=BUILTIN)
+def bm25_session_prior(session_weight: float = 0.5, k1: float = 1.5, b: float = 0.75, date: bool = True,
+                       chinese: str = "char+bigram") -> SessionPriorStrategy:
+    """Stemmed BM25 over turns, re-ranked with the stemmed BM25 score of each turn's whole
+    session (``SessionPriorStrategy``): the session finds the conversation, the turn the line."""
+    from ..retrieval import BM25Retriever
+    from .parts import strong_tokenizer
+
+    return SessionPriorStrategy(retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b),
+                                session_retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b),
+                                session_weight=session_weight, date=date)
+
+
+@registry.register("bm25_sessions", tags=BUILTIN)
+def bm25_sessions(k1: float = 1.5, b: float = 0.75, date: bool = True,
+                  chinese: str = "char+bigram") -> SessionStrategy:
+    """Whole sessions as units: stemmed, stop-worded BM25 (``bm25_plus``'s tokenizer) over session texts.
+
+    A hit is a session: its tokens are the whole session's, its source ids all its turns.
+    """
+    from ..retrieval import BM25Retriever
+    from .parts import strong_tokenizer
+
+    return SessionStrategy(retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b), date=date)
+
+
+@registry.register("recall_plus", tags=BUILTIN)
+def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None = None,
+                session_weight: float = DEFAULTS["session_weight"], session_pull: int = DEFAULTS["session_pull"],
+                time_weight: float = DEFAULTS["time_weight"], time_slack_days: float = DEFAULTS["time_slack_days"],
+                window_decay: float = DEFAULTS["window_decay"], window_radius: int = DEFAULTS["window_radius"],
+                keyphrase_weight: int = DEFAULTS["keyphrase_weight"], diversity: float = DEFAULTS["diversity"],
+                candidates: int = 100,
+                before: int = 2, after: int = 1, own_weight: int = 2, date: bool = True,
+                chinese: str = "char+bigram") -> RetrievalStrategy:
+    """The default chosen to generalise: contextual BM25 (dense retrievers fused in when
+    ``embedders`` names some, e.g. ``["e5"]``) over keyphrase-augmented keys, with
+    adjacent-turn windows, session-plus-turn fusion and time-aware query expansion; session
+    diversity is a part that can be turned on (the tuning left it off).
+
+    Scores, outermost first: ``TimeBoostRetriever`` (s + time_weight * s_max when the turn's
+    date is in a range the question names, widened by ``time_slack_days``),
+    ``SessionFusionRetriever`` ((1 - session_weight) * minmax(turn) + session_weight *
+    minmax(session BM25); ``session_pull`` sessions' turns join the candidates) -- between
+    the two, when ``diversity`` > 0, ``SessionDiversityRetriever`` (s * (1 - diversity) **
+    (turns of the same session ranked above)) --, ``NeighbourWindowRetriever`` (max(s, window_decay ** d * s(neighbour)), d <=
+    ``window_radius``), and the keys (``bm25_plus``'s contextual BM25, keyphrases added
+    ``keyphrase_weight`` times). A part at weight 0 is left out. No model unless
+    ``embedders`` names one; no LLM (an LLM reranker is not part of it).
+    """
+    return RetrievalStrategy(retriever=recall_plus_retriever(
+        embedders, weights, session_weight, session_pull, time_weight, time_slack_days, window_decay, window_radius,
+        keyphrase_weight, diversity, candidates, before, after, own_weight, date, chinese), candidates=candidates)

@@ -28,10 +28,8 @@ from ..filters import Where, filter_view, matches
 from ..records import Hit, MemoryRecord
 from ..strategy import Context, Strategy
 from ..tokens import TokenCounter, TiktokenCounter
-from .registry import registry
 
 
-@registry.register("flat_bm25")
 class FlatBM25Strategy(Strategy):
     """LongMemEval's flat-bm25 (module docstring): BM25Okapi over ``text.split(" ")``.
 

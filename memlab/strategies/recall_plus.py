@@ -28,8 +28,6 @@ from typing import Any
 
 from ..embeddings.named import make_embedder
 from .parts import contextual_bm25, strong_tokenizer
-from .registry import registry
-from .retrieval import RetrievalStrategy
 
 #: The tuned defaults (``bench/tune_generalise.py``); ``recall_plus`` and the ablation read them.
 DEFAULTS: dict[str, Any] = {
@@ -87,33 +85,4 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
     return retriever
 
 
-@registry.register("recall_plus")
-def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None = None,
-                session_weight: float = DEFAULTS["session_weight"], session_pull: int = DEFAULTS["session_pull"],
-                time_weight: float = DEFAULTS["time_weight"], time_slack_days: float = DEFAULTS["time_slack_days"],
-                window_decay: float = DEFAULTS["window_decay"], window_radius: int = DEFAULTS["window_radius"],
-                keyphrase_weight: int = DEFAULTS["keyphrase_weight"], diversity: float = DEFAULTS["diversity"],
-                candidates: int = 100,
-                before: int = 2, after: int = 1, own_weight: int = 2, date: bool = True,
-                chinese: str = "char+bigram") -> RetrievalStrategy:
-    """The default chosen to generalise: contextual BM25 (dense retrievers fused in when
-    ``embedders`` names some, e.g. ``["e5"]``) over keyphrase-augmented keys, with
-    adjacent-turn windows, session-plus-turn fusion and time-aware query expansion; session
-    diversity is a part that can be turned on (the tuning left it off).
-
-    Scores, outermost first: ``TimeBoostRetriever`` (s + time_weight * s_max when the turn's
-    date is in a range the question names, widened by ``time_slack_days``),
-    ``SessionFusionRetriever`` ((1 - session_weight) * minmax(turn) + session_weight *
-    minmax(session BM25); ``session_pull`` sessions' turns join the candidates) -- between
-    the two, when ``diversity`` > 0, ``SessionDiversityRetriever`` (s * (1 - diversity) **
-    (turns of the same session ranked above)) --, ``NeighbourWindowRetriever`` (max(s, window_decay ** d * s(neighbour)), d <=
-    ``window_radius``), and the keys (``bm25_plus``'s contextual BM25, keyphrases added
-    ``keyphrase_weight`` times). A part at weight 0 is left out. No model unless
-    ``embedders`` names one; no LLM (an LLM reranker is not part of it).
-    """
-    return RetrievalStrategy(retriever=recall_plus_retriever(
-        embedders, weights, session_weight, session_pull, time_weight, time_slack_days, window_decay, window_radius,
-        keyphrase_weight, diversity, candidates, before, after, own_weight, date, chinese), candidates=candidates)
-
-
-__all__ = ["DEFAULTS", "recall_plus", "recall_plus_retriever"]
+__all__ = ["DEFAULTS", "recall_plus_retriever"]

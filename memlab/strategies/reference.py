@@ -29,7 +29,6 @@ from ..records import Hit, MemoryRecord
 from ..filters import Where, filter_view, matches
 from ..tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter
 from ..strategy import Context, Strategy
-from .registry import registry
 
 
 def _counter(counter: TokenCounter | None) -> TokenCounter:
@@ -41,7 +40,6 @@ def _hits(records: list[MemoryRecord], k: int, where: Where | None) -> list[Hit]
     return [Hit(r, 1.0, r.timestamp, rank=n, components={}) for n, r in enumerate(kept, start=1)]
 
 
-@registry.register("oracle")
 class OracleStrategy(Strategy):
     """The gold evidence turns observed so far, in dialogue order, as the context.
 
@@ -89,7 +87,6 @@ class OracleStrategy(Strategy):
         return Context.of(self._gold_records(), self._counter)
 
 
-@registry.register("full_context")
 class FullContextStrategy(Strategy):
     """Every turn observed, in order, truncated from the oldest to ``token_limit`` tokens.
 

@@ -25,7 +25,6 @@ from ..filters import Where
 from ..records import Hit, MemoryRecord, Role
 from ..retrieval.contextual import format_date
 from ..strategy import Context
-from .registry import registry
 from .retrieval import RetrievalStrategy
 
 #: Prefix of a session record's id.
@@ -171,30 +170,4 @@ def _minmax(values: list[float]) -> list[float]:
     return [1.0] * len(values) if hi == lo else [(v - lo) / (hi - lo) for v in values]
 
 
-@registry.register("bm25_session_prior")
-def bm25_session_prior(session_weight: float = 0.5, k1: float = 1.5, b: float = 0.75, date: bool = True,
-                       chinese: str = "char+bigram") -> SessionPriorStrategy:
-    """Stemmed BM25 over turns, re-ranked with the stemmed BM25 score of each turn's whole
-    session (``SessionPriorStrategy``): the session finds the conversation, the turn the line."""
-    from ..retrieval import BM25Retriever
-    from .parts import strong_tokenizer
-
-    return SessionPriorStrategy(retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b),
-                                session_retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b),
-                                session_weight=session_weight, date=date)
-
-
-@registry.register("bm25_sessions")
-def bm25_sessions(k1: float = 1.5, b: float = 0.75, date: bool = True,
-                  chinese: str = "char+bigram") -> SessionStrategy:
-    """Whole sessions as units: stemmed, stop-worded BM25 (``bm25_plus``'s tokenizer) over session texts.
-
-    A hit is a session: its tokens are the whole session's, its source ids all its turns.
-    """
-    from ..retrieval import BM25Retriever
-    from .parts import strong_tokenizer
-
-    return SessionStrategy(retriever=BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b), date=date)
-
-
-__all__ = ["SESSION_PREFIX", "SessionPriorStrategy", "SessionStrategy", "bm25_session_prior", "bm25_sessions"]
+__all__ = ["SESSION_PREFIX", "SessionPriorStrategy", "SessionStrategy"]

@@ -226,3 +226,21 @@ def test_provenance_hashes_user_modules_and_counts_untracked_files(tmp_path, tin
     assert run_provenance(repo=repo)["git_dirty"] is False
     (repo / "new_strategy.py").write_text("b = 2\n")           # untracked, not ignored
     assert run_provenance(repo=repo)["git_dirty"] is True
+
+
+def test_a_tag_entry_runs_every_strategy_with_the_tag_and_is_checked():
+    from memlab.base import ConfigError
+    from memlab.eval.sweep_config import strategy_specs
+    from memlab.strategies import registry
+
+    specs = strategy_specs({"strategies": [{"tag": "reference", "params": {"token_counter": None}},
+                                           {"label": "b", "name": "bm25"}]}, "s.toml")
+    assert specs == [{"label": n, "name": n, "params": {"token_counter": None}} for n in registry.names(tag="reference")] \
+        + [{"label": "b", "name": "bm25"}]
+    for strategies, message in (
+            ([{"tag": "refrence"}], r"s.toml: \[\[strategies\]\] unknown strategy tag 'refrence'. Did you mean 'reference'"),
+            ([{"tag": "builtin", "name": "bm25"}], r"a \[\[strategies\]\] entry with tag takes only tag and params, got \['name'\]"),
+            ([{"tag": ["builtin"]}], r"tag must be a string such as 'builtin', got \['builtin'\]"),
+            ([{"tag": "builtin"}, {"name": "bm25"}], r"strategy label\(s\) 'bm25' given twice")):
+        with pytest.raises(ConfigError, match=message):
+            strategy_specs({"strategies": strategies}, "s.toml")

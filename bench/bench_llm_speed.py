@@ -31,6 +31,8 @@ from typing import Any
 from _common import ROOT
 
 from memlab.eval import calibration as cal
+
+from memlab.eval import calibration_set as cs
 from memlab.eval.answers import LLMJudge
 from memlab.eval.paths import locomo_path, longmemeval_path
 from memlab.llm.local import LocalLLM
@@ -61,7 +63,7 @@ def _llm(args: argparse.Namespace, **kw: Any) -> LocalLLM:
     return LocalLLM(**where, n_threads=args.n_threads, n_gpu_layers=args.n_gpu_layers, n_ctx=args.n_ctx, **kw)
 
 
-def raw_speed(llm: LocalLLM, pairs: list[cal.CalibrationPair], n_prompts: int, n_generate: int) -> dict[str, Any]:
+def raw_speed(llm: LocalLLM, pairs: list[cs.CalibrationPair], n_prompts: int, n_generate: int) -> dict[str, Any]:
     """Prompt tokens/s over whole judge prompts, generated tokens/s after one of them."""
     llama = llm.load()
     judge = LLMJudge(llm)
@@ -102,7 +104,7 @@ def _chat_tokens(llm: LocalLLM, llama: Any, messages: list[dict[str, str]]) -> l
     return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
 
-def cache_effect(args: argparse.Namespace, pairs: list[cal.CalibrationPair]) -> dict[str, Any]:
+def cache_effect(args: argparse.Namespace, pairs: list[cs.CalibrationPair]) -> dict[str, Any]:
     """The same pairs judged with every prompt evaluated whole (``fresh``: the kept state reset
     before each call) and with the kept prefix reused (``prefix``): seconds, evaluated tokens,
     and whether every label agreed (it must: reused KV entries are whole aligned batches)."""
@@ -144,7 +146,7 @@ def main() -> int:
     ap.add_argument("--record", default=None, help="write the figures and the run's provenance to this JSON file")
     args = ap.parse_args()
 
-    pairs = cal.default_pairs()
+    pairs = cs.default_pairs()
     llm = _llm(args)
     llm.load()
     figures: dict[str, Any] = {"model": llm.model_id(), "model_sha256": llm.model_sha256(), "device": llm.device(),

@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # configuration and records
-    "Component": "base", "Registry": "base", "MemlabError": "base", "ConfigError": "base",
+    "Component": "base", "Registry": "registry", "MemlabError": "base", "ConfigError": "base",
     "MemoryRecord": "records", "ContextRecord": "records", "Hit": "records",
     "Role": "records", "ToolCall": "records",
     # token counting and context building

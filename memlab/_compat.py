@@ -48,6 +48,11 @@ MOVED_MODULES: dict[str, str | dict[str, str]] = {
 }
 
 MOVED_NAMES: dict[str, dict[str, str]] = {
+    "memlab.base": {"Registry": "memlab.registry"},
+    "memlab.eval.calibration": {n: "memlab.eval.calibration_set" for n in (
+        "DEFAULT_SEED", "LOCOMO_CODES", "LOCOMO_PER_CATEGORY", "LONGMEMEVAL_PER_TYPE",
+        "LONGMEMEVAL_TYPES", "MAX_GOLD_WORDS", "NEGATIVE_KINDS", "POSITIVE_KINDS", "build_pairs", "has_date",
+        "has_number", "locomo_questions", "longmemeval_questions", "reword", "wrong_date", "wrong_number")},
     "memlab.llm": {"OfflineLLM": "memlab.offline.llm"},
     "memlab.eval.replay": {"load_any": "memlab.eval.dataset_files",
                            "PARAM_PREFIX": "memlab.eval.configuration",

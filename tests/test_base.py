@@ -2,7 +2,8 @@ import threading
 
 import pytest
 
-from memlab.base import Component, ConfigError, MemlabError, Registry, did_you_mean
+from memlab.base import Component, ConfigError, MemlabError, did_you_mean
+from memlab.registry import Registry
 
 
 class Leaf(Component):

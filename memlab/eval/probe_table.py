@@ -9,6 +9,9 @@ the difference A - B. It prints as plain text (``str`` / ``to_text``) and render
 Jupyter as HTML (gold highlighted, long texts folded, one probe per block).
 
 The cut, the reasons and the first gold rank are ``memlab.eval.diagnosis``'s.
+
+Why just over 400 lines: one table with its two renderings (text and HTML), which must
+show the same columns.
 """
 
 from __future__ import annotations

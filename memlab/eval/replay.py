@@ -36,6 +36,10 @@ the turn it follows. One row per probe records:
   the only column that is not reproducible bit for bit);
 - configuration: every parameter of the strategy (``param:<name>`` columns, deep), the
   dataset name and hash, and provenance (memlab version, git commit).
+
+Why over 400 lines: it is one job, replaying, and most of it is the row of a probe -- the
+retrieval, budget, session, context and answer columns listed above -- with the failure
+limit and the shared replay of variants that differ only in what replaying reads.
 """
 
 from __future__ import annotations

@@ -53,6 +53,10 @@ a time).
 - ``n_ctx``: the context window in tokens.
 
 The cache key's model is ``model_id``: ``"<file name>:<size in bytes>:<chat format>"``.
+
+Why just over 400 lines: the client alone (model files are ``memlab.llm.models``, chat
+formats ``memlab.llm.chat_formats``, the llama.cpp host ``memlab.llm.llama_host``); what is
+left is its configuration, documented above, and the prompt caching that the throughput needs.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Every task prompt starts its system message with ``memlab-task: <task>`` and put
 its inputs in ``## <Section>`` blocks of the user message. A real model reads them as
 ordinary instructions; ``OfflineLLM`` uses the same markers to recognise the task and
 read its inputs back, so the offline stand-in answers exactly what memlab asks.
+
+Why over 400 lines: most of them are the prompt texts themselves (the judge prompt sets byte
+for byte, each step's instructions), kept in one file so a changed word is one diff and its
+version digest; the parsers beside them read exactly those prompts' answers.
 """
 
 from __future__ import annotations

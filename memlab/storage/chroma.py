@@ -29,6 +29,10 @@ and a millisecond clock (``_take_seqs``), so two writers never share one, and ev
 because chroma's own SQLite layer answers "database is locked" at once to a second process
 writing at the same moment; a write that still meets that answer is retried for up to
 ``BUSY_TIMEOUT_S`` seconds (an upsert or delete of the same ids is safe to repeat).
+
+Why over 400 lines: one backend, but chromadb's persistent client needs care that lives
+with it -- the embedding function it must never replace, the collection's recorded
+configuration, and the retry of a write another process holds.
 """
 
 from __future__ import annotations

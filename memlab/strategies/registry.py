@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base import Registry
+from ..registry import Registry
 from ..strategy import Strategy
 
 __all__ = ["ADAPTERS", "TAGS", "registry"]

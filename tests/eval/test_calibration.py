@@ -14,6 +14,7 @@ import pytest
 from memlab.base import MemlabError
 from memlab.cli import main
 from memlab.eval import calibration as cal
+from memlab.eval import calibration_set as cs
 from memlab.eval.answers import LLMJudge
 from memlab.eval.paths import locomo_path, longmemeval_path
 from memlab.llm.base import LLM, Completion
@@ -57,7 +58,7 @@ class Oracle(LLM):
 def pairs():
     if locomo_path() is None or longmemeval_path() is None:
         pytest.skip("LoCoMo or LongMemEval not found (../shared/datasets/)")
-    return cal.default_pairs()
+    return cs.default_pairs()
 
 
 # -- the set ---------------------------------------------------------------------------------
@@ -74,22 +75,22 @@ def test_the_set_is_built_by_rule_balanced_and_deterministic(pairs):
         if p.kind == "gold":
             assert p.prediction == p.gold
         if p.kind == "other_gold":   # another question's gold, of the same category, sharing no token
-            assert p.prediction != p.gold and cal.token_f1(p.prediction, p.gold) == 0.0
-        assert (p.expected == 1.0) == (p.kind in cal.POSITIVE_KINDS)
-    again = cal.default_pairs()
-    assert again == pairs and cal.set_hash(again) == cal.set_hash(pairs)
-    assert cal.set_hash(cal.default_pairs(seed=1)) != cal.set_hash(pairs)
+            assert p.prediction != p.gold and cs.token_f1(p.prediction, p.gold) == 0.0
+        assert (p.expected == 1.0) == (p.kind in cs.POSITIVE_KINDS)
+    again = cs.default_pairs()
+    assert again == pairs and cs.set_hash(again) == cs.set_hash(pairs)
+    assert cs.set_hash(cs.default_pairs(seed=1)) != cs.set_hash(pairs)
 
 
 def test_the_rules():
     rng = random.Random(0)
-    assert cal.reword("7 May 2023", rng) == "May 7, 2023"
-    assert cal.reword("painting", random.Random(0)) in {s.format(gold="painting") for s in cal._SENTENCES}
-    assert cal.wrong_date("7 May 2023") == "7 September 2020"
-    assert cal.wrong_date("The week before 9 December 2023") == "The week before 9 April 2020"
-    assert cal.wrong_number("27 minutes and 45 seconds") == "30 minutes and 48 seconds"
-    assert cal.wrong_number("two weeks") == "five weeks" and cal.wrong_number("$4.5") == "$7.5"
-    assert cal.has_date("In 2013") and not cal.has_date("kayaking") and not cal.has_number("kayaking")
+    assert cs.reword("7 May 2023", rng) == "May 7, 2023"
+    assert cs.reword("painting", random.Random(0)) in {s.format(gold="painting") for s in cs._SENTENCES}
+    assert cs.wrong_date("7 May 2023") == "7 September 2020"
+    assert cs.wrong_date("The week before 9 December 2023") == "The week before 9 April 2020"
+    assert cs.wrong_number("27 minutes and 45 seconds") == "30 minutes and 48 seconds"
+    assert cs.wrong_number("two weeks") == "five weeks" and cs.wrong_number("$4.5") == "$7.5"
+    assert cs.has_date("In 2013") and not cs.has_date("kayaking") and not cs.has_number("kayaking")
 
 
 # -- the figures and the gate ----------------------------------------------------------------------
@@ -117,7 +118,7 @@ def test_a_judge_that_knows_the_labels_passes_and_agrees_with_f1_where_f1_is_rig
     # LoCoMo's F1 >= 0.5 misses the reworded answers: kappa below 1, and stated with its threshold
     assert 0.5 < result["kappa_f1"] < 1.0 and result["f1_threshold"] == 0.5 and result["f1_accuracy"] < 1.0
     record = cal.record(result)
-    assert "labels" not in record and record["set_hash"] == cal.set_hash(pairs)
+    assert "labels" not in record and record["set_hash"] == cs.set_hash(pairs)
 
 
 def test_the_longmemeval_set_reads_locomo_pairs_with_its_basic_prompt(pairs):
@@ -140,7 +141,7 @@ def test_results_are_cached_by_model_prompt_set_and_set(pairs):
 
 
 def test_figures_count_unreadable_as_wrong():
-    pair = cal.CalibrationPair("x", "locomo", "single-hop", "Q", "Paris", "Paris", "gold", 1.0, 4)
+    pair = cs.CalibrationPair("x", "locomo", "single-hop", "Q", "Paris", "Paris", "gold", 1.0, 4)
     out = cal.figures([pair, pair], [1.0, math.nan])
     assert out["accuracy"] == 0.5 and out["unreadable"] == 1 and out["label_rate"] == 0.5
     with pytest.raises(MemlabError, match=r"at least one calibration pair"):

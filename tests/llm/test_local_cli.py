@@ -33,16 +33,17 @@ SEEDED = {"accuracy": 0.4911, "label_rate": 0.9911, "kappa_f1": -0.014, "unreada
 def _seed_calibration() -> None:
     from memlab.atomic import atomic_write_text
     from memlab.eval import calibration as cal
+    from memlab.eval import calibration_set as cs
     from memlab.eval.answers import LLMJudge
     from memlab.offline.named import make_llm
 
     judge = LLMJudge(make_llm(GEMMA, kv_slot="judge"))
-    pairs = cal.default_pairs()
+    pairs = cs.default_pairs()
     key = cal.calibration_key(judge, pairs)
     cal.cache_dir().mkdir(parents=True, exist_ok=True)
     atomic_write_text(cal.cache_dir() / f"{key}.json", json.dumps({
         **SEEDED, "judge_model": judge.identity()["judge_model"], "judge_prompt_set": judge.prompts.id,
-        "set_hash": cal.set_hash(pairs), "key": key}))
+        "set_hash": cs.set_hash(pairs), "key": key}))
 
 
 def test_eval_layered_with_the_local_model(tmp_path):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import pytest
 
 from memlab.eval import calibration as cal
+
+from memlab.eval import calibration_set as cs
 from memlab.eval.answers import LLMJudge
 from memlab.eval.paths import locomo_path, longmemeval_path
 from memlab.llm.local import LocalLLM
@@ -119,7 +121,7 @@ def test_the_default_model_judges_a_few_pairs_right():
 @pytest.mark.skipif(locomo_path() is None or longmemeval_path() is None,
                     reason="LoCoMo or LongMemEval not found (../shared/datasets/)")
 def test_the_base_gemma_judge_fails_the_gate():
-    pairs = cal.default_pairs()
+    pairs = cs.default_pairs()
     subset = [p for i in range(0, len(pairs), 16) for p in pairs[i:i + 2]]   # every 8th question, both its pairs
     llm = LocalLLM(model="gemma-3-270m", n_ctx=2048, kv_slot="test-gemma")
     try:

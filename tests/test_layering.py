@@ -297,3 +297,12 @@ def test_a_module_over_400_lines_says_why():
         if source.count("\n") > 400 and "over 400 lines" not in (ast.get_docstring(ast.parse(source)) or ""):
             unexplained.append(f"{path.relative_to(PACKAGE.parent)} ({source.count(chr(10))} lines)")
     assert not unexplained, "split these, or say in the docstring why they are over 400 lines: " + ", ".join(unexplained)
+
+
+def test_test_folders_mirror_the_package():
+    """A module's tests are found by its path: tests/eval/loaders/ holds memlab/eval/loaders/'s."""
+    tests = PACKAGE.parent / "tests"
+    folders = [p for p in tests.rglob("*") if p.is_dir() and p.name not in ("__pycache__", "data")
+               and "data" not in p.relative_to(tests).parts]
+    strays = [str(p.relative_to(tests)) for p in folders if not (PACKAGE / p.relative_to(tests)).is_dir()]
+    assert not strays, f"test folders with no memlab package of the same path: {strays}"

@@ -3,7 +3,7 @@
 LongMemEval (Wu et al., ICLR 2025) scores retrieval with ``src/retrieval/run_retrieval.py``
 and ``src/retrieval/eval_utils.py`` (github.com/xiaowu0162/LongMemEval). These metrics carry
 its names behind an ``lme_`` prefix and equal its code on the same ranked lists
-(``tests/eval/test_longmemeval_protocol.py`` feeds memlab's lists for real S dev questions to a
+(``tests/eval/metrics/test_longmemeval_protocol.py`` feeds memlab's lists for real S dev questions to a
 transcription of that code). memlab's own session metrics (``session_hit_rate@k`` ...,
 ``memlab.eval.metrics.sessions``) are more lenient: any turn of an evidence session counts
 there.

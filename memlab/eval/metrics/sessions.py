@@ -35,7 +35,7 @@ fewer items than asked, or the depth reaches ``MAX_BUDGET_DEPTH``, so for every 
 R_k does not depend on how many items ``k_max`` asked for (not for a stochastic strategy,
 whose list is kept as retrieved). Where every turn of an evidence session is evidence (no
 turn to split off), ``session_hit_rate@k`` and ``session_recall_all@k`` equal LongMemEval's
-recall_any@k and recall_all@k (``tests/eval/test_metrics_longmemeval_check.py``).
+recall_any@k and recall_all@k (``tests/eval/metrics/test_longmemeval.py``).
 
 Token-matched versions
 ----------------------

@@ -15,7 +15,7 @@ from memlab.eval.dataset import DatasetError
 from memlab.eval.loaders import get_loader, load_dataset, loader_names, register_loader, sniff_format
 from memlab.eval.loaders.registry import unregister_loader
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _example() -> str:

@@ -10,7 +10,7 @@ On a few hundred random haystacks and rankings in which every turn of a gold ses
 gold (so LongMemEval renames no turn ``noans``), memlab's ``session_hit_rate@k`` equals
 their session-level recall_any@k and ``session_recall_all@k`` their recall_all@k. Real
 LongMemEval data has such turns, and there only the ``lme_*`` metrics equal LongMemEval's
-code (``tests/eval/test_longmemeval_protocol.py``). Their
+code (``tests/eval/metrics/test_longmemeval_protocol.py``). Their
 ndcg_any is a different quantity (one gain per retrieved turn, discount
 rel_1 + sum_{i>=2} rel_i / log2 i), so ``session_ndcg@k`` is checked against a textbook nDCG over the distinct-session
 ranking instead.
@@ -34,7 +34,7 @@ KS = (1, 3, 5, 10, 30, 50)  # the cut-offs run_retrieval.py reports
 
 # LongMemEval's own metric code, transcribed once (bench/longmemeval_code.py, its source named there)
 _spec = importlib.util.spec_from_file_location(
-    "longmemeval_code", Path(__file__).resolve().parents[2] / "bench" / "longmemeval_code.py")
+    "longmemeval_code", Path(__file__).resolve().parents[3] / "bench" / "longmemeval_code.py")
 _lme = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_lme)  # type: ignore[union-attr]
 evaluate_retrieval = _lme.evaluate_retrieval

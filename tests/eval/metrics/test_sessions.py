@@ -17,7 +17,7 @@ from memlab.eval.metrics.sessions import (session_budget_metrics, session_hit_ra
                                           session_ranking, session_recall_all_at_k, session_recall_at_k)
 from memlab.eval import load_any, replay
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # ranked items -> their sessions: a, a, b, (c and a), d, b
 ITEMS = [["a"], ["a"], ["b"], ["c", "a"], ["d"], ["b"]]
 GOLD = ["c", "d", "z"]  # z is never retrieved

@@ -24,7 +24,7 @@ from memlab.eval.metrics.sessions import (SESSION_BUDGET_METRICS, SESSION_METRIC
                                           session_metrics)
 from memlab.eval import load_any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATASETS = sorted(glob.glob(str(ROOT / "datasets" / "*.json")))
 KS = (1, 3, 5, 10)
 BUDGETS = (64, 512)

@@ -17,7 +17,7 @@ from memlab.eval.loaders import (
 from memlab.eval.loaders.checks import check_dialogue
 from memlab.eval.paths import locomo_path
 
-MINI = str(Path(__file__).parent.parent / "data" / "locomo_mini.json")
+MINI = str(Path(__file__).parent.parent.parent / "data" / "locomo_mini.json")
 #: The published file where this machine has it (memlab.eval.paths), else None: those tests skip.
 REAL = locomo_path()
 S1 = 1683554160.0  # 1:56 pm on 8 May, 2023 (UTC)

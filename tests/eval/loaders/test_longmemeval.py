@@ -10,7 +10,7 @@ from memlab.eval.dataset import DatasetError
 from memlab.eval.loaders import load_dataset, neutral_session_id, parse_longmemeval_date
 from memlab.eval.loaders.checks import check_dialogue
 
-MINI = str(Path(__file__).parent.parent / "data" / "longmemeval_mini.json")
+MINI = str(Path(__file__).parent.parent.parent / "data" / "longmemeval_mini.json")
 N = neutral_session_id  # published session id -> the id the dataset uses
 
 

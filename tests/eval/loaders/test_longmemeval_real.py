@@ -70,7 +70,7 @@ def test_gzip_and_plain_json_load_the_same(tmp_path, oracle_q):
 
 
 def test_gzip_for_every_loader(tmp_path):
-    from .conftest import tiny_doc
+    from ..conftest import tiny_doc
 
     path = tmp_path / "tiny.json.gz"
     path.write_bytes(gzip.compress(json.dumps(tiny_doc()).encode()))
@@ -223,7 +223,7 @@ def test_the_readme_command_runs_as_written_on_a_slice(tmp_path, s_q):
 
     from memlab.cli import main
 
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "results.md").read_text(encoding="utf-8")
     line = re.search(r"^\.venv/bin/memlab eval \.\./shared/datasets/longmemeval/longmemeval_s_cleaned\.dev\.json\.gz .*$",
                      readme, flags=re.M)
     assert line, "docs/results.md shows the LongMemEval command"

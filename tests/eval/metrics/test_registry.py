@@ -22,7 +22,7 @@ from memlab.eval.sweep import run_config
 from memlab.eval.sweep_config import read_config
 from memlab.eval.user_modules import import_user_module
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 F1 = ROOT / "experiments" / "f1_metric.py"
 
 

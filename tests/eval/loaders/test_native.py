@@ -12,7 +12,7 @@ from memlab.eval.dataset import DatasetError
 from memlab.eval.loaders import dataset_from_dict, load_dataset, native_schema
 from memlab.eval.loaders.checks import MAX_ERRORS
 
-from .helpers import doc, write
+from ..helpers import doc, write
 
 SRC = "datasets/x.json"
 

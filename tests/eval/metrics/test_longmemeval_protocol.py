@@ -24,7 +24,7 @@ from memlab.eval.loaders import load_dataset
 from memlab.eval.loaders.checks import iter_json_array
 from memlab.eval.paths import LONGMEMEVAL_S, longmemeval_path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 _spec = importlib.util.spec_from_file_location("longmemeval_code", ROOT / "bench" / "longmemeval_code.py")
 lme = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(lme)  # type: ignore[union-attr]

@@ -23,9 +23,9 @@ from memlab.cli import main
 from memlab.eval.loaders import load_dataset
 from memlab.eval.loaders.checks import MAX_DEPTH, MAX_TEXT_CHARS
 
-from .helpers import doc as native_doc
+from ..helpers import doc as native_doc
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def locomo_doc() -> list[dict[str, Any]]:

@@ -18,8 +18,15 @@ line. Units enter the retriever in long-term order (``seq``), with
 the dialogue's neighbours. ``sync`` runs before each search: new units are added; when a
 unit left (outdated, deleted, cleared) or its key changed, the index is rebuilt, so it
 always equals what a fresh index of the current memories would be. The memories are read
-again only when ``LongTermMemory.version`` moved (a write, here or by another connection);
-the units a search returns are read fresh, so their access columns are current.
+again only when ``LongTermMemory.version`` moved (a write, here or by another connection),
+and only the new ones when the writes since the last sync were appends
+(``LongTermMemory.rewrites`` unchanged) that change no unit already indexed -- a new event
+whose turn already has a fact indexed alone, or a new fact of a turn whose event is already
+indexed, changes an indexed key, and the index is rebuilt. The units a search returns are
+read fresh, so their access columns are current; the retriever's ranking of the last
+search is reused when the same search (query, depth, filter, time) is asked again of the
+same index (the replay asks a probe's query again for deeper lists), unless a search of
+the retriever changes its state (``Capabilities.asking_changes_nothing``).
 
 A ``where`` filter applies to the units (their long-term columns in metadata): a fact
 folded into its turn's key is found only through that turn, so ``{"memory_type":
@@ -28,6 +35,10 @@ folded into its turn's key is found only through that turn, so ``{"memory_type":
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from ...capabilities import capabilities_of
 from ...filters import Where
 from ...records import Hit, MemoryRecord
 from ...retrieval.base import Retriever
@@ -36,10 +47,12 @@ from .long_term import LongTermMemory
 EVENT_TYPE = "event_summary"
 
 
-def _units(records: list[MemoryRecord]) -> list[tuple[MemoryRecord, str]]:
-    """(unit, key) for the active memories ``records`` (oldest first): see the module docstring."""
-    events = {r.source_ids[0]: r.id for r in records
-              if r.metadata.get("memory_type") == EVENT_TYPE and len(r.source_ids) == 1}
+def _units(records: list[MemoryRecord], events: dict[str, str] | None = None) -> list[tuple[MemoryRecord, str]]:
+    """(unit, key) for the active memories ``records`` (oldest first): see the module docstring.
+    ``events``: turn id -> event id, when the events are not all among ``records``."""
+    if events is None:
+        events = {r.source_ids[0]: r.id for r in records
+                  if r.metadata.get("memory_type") == EVENT_TYPE and len(r.source_ids) == 1}
     extra: dict[str, list[str]] = {}
     units = []
     for r in records:
@@ -61,12 +74,25 @@ class KeyedIndex:
         self._keys: dict[str, str] = {}
         self._units: dict[str, MemoryRecord] = {}
         self._synced: tuple[LongTermMemory, tuple[int, int]] | None = None
+        self._rewrites: tuple[int, int] | None = None  # long_term.rewrites at the last sync
+        self._last = 0  # the position of the newest memory read
+        self._events: dict[str, str] = {}  # turn id -> the id of its event (a unit)
+        self._loose: set[str] = set()  # turn ids of facts indexed as units of their own
+        self._ranked: tuple[Any, list[Hit]] | None = None  # the last search and its ranking
 
     def sync(self, long_term: LongTermMemory) -> None:
         version = long_term.version
         if self._synced is not None and self._synced[0] is long_term and self._synced[1] == version:
             return
-        self._synced = (long_term, version)
+        rewrites = long_term.rewrites
+        if not (self._synced is not None and self._synced[0] is long_term and self._rewrites == rewrites
+                and len(self.retriever) == len(self._keys) and self._append(long_term)):
+            self._rebuild(long_term)
+        self._synced, self._rewrites = (long_term, version), rewrites
+
+    def _rebuild(self, long_term: LongTermMemory) -> None:
+        """Bring the index to the current memories: the full read."""
+        self._last = long_term.last_position()
         wanted = _units(long_term.records(include_outdated=False))
         keys = {u.id: key for u, key in wanted}
         stale = (len(self.retriever) != len(self._keys)
@@ -74,14 +100,48 @@ class KeyedIndex:
         if stale:
             self.retriever.reset()
             self._keys = {}
-        new = [(u, key) for u, key in wanted if u.id not in self._keys]
+        self._index([(u, key) for u, key in wanted if u.id not in self._keys])
+        self._units = {u.id: u for u, _ in wanted}
+        self._events, self._loose = {}, set()
+        for u, _ in wanted:
+            self._note(u)
+
+    def _note(self, unit: MemoryRecord) -> None:
+        if unit.metadata.get("memory_type") == EVENT_TYPE and len(unit.source_ids) == 1:
+            self._events[unit.source_ids[0]] = unit.id
+        elif unit.metadata.get("memory_type") != EVENT_TYPE:
+            self._loose.update(unit.source_ids)
+
+    def _append(self, long_term: LongTermMemory) -> bool:
+        """Index the memories appended since the last sync; False (nothing done) when one of
+        them changes a unit already indexed (module docstring): the caller rebuilds."""
+        new, last = long_term.appended_after(self._last)
+        events = dict(self._events)
+        for r in new:
+            if r.metadata.get("memory_type") == EVENT_TYPE and len(r.source_ids) == 1:
+                if r.source_ids[0] in self._loose or r.source_ids[0] in events:
+                    return False
+                events[r.source_ids[0]] = r.id
+        pairs = _units(new, events)
+        if any(u.id in self._keys for u, _ in pairs):
+            return False
+        wanted = {u.id for u, _ in pairs}
+        if any(events[s] not in wanted for r in new if r.id not in wanted for s in r.source_ids if s in events):
+            return False  # a new fact of a turn whose event is already indexed
+        self._index(pairs)
+        for u, _ in pairs:
+            self._units[u.id] = u
+            self._note(u)
+        self._last = last
+        return True
+
+    def _index(self, new: list[tuple[MemoryRecord, str]]) -> None:
         if new:
             self.retriever.add([MemoryRecord(role=u.role, content=key, id=u.id, timestamp=u.timestamp,
                                              agent_id=u.agent_id,
                                              metadata={**u.metadata, "session_id": u.metadata.get("source_session")})
                                 for u, key in new])
             self._keys.update((u.id, key) for u, key in new)
-        self._units = {u.id: u for u, _ in wanted}
 
     def key(self, id: str) -> str:
         """The text memory ``id`` is indexed under (before any contextual expansion)."""
@@ -93,11 +153,17 @@ class KeyedIndex:
         self.sync(long_term)
         if k == 0 or not query.strip() or not self._units:
             return []
-        hits = self.retriever.search(query, k, where=where, now=now)
+        # the same search of the same index ranks the same, unless searching changes state
+        asked = (query, k, json.dumps(where, sort_keys=True, default=str), now, self._synced)
+        if self._ranked is not None and self._ranked[0] == asked:
+            hits = self._ranked[1]
+        else:
+            hits = self.retriever.search(query, k, where=where, now=now)
+            self._ranked = (asked, hits) if capabilities_of(self.retriever).asking_changes_nothing else None
         fresh = {r.id: r for r in long_term.get_many([h.id for h in hits])}
         out = []
         for h in hits:
             unit = fresh.get(h.id, self._units[h.id])
             out.append(Hit(memory_record=unit, score=float(h.score), timestamp=unit.timestamp,
-                           rank=len(out) + 1, components=h.components))
+                           rank=len(out) + 1, components={name: dict(c) for name, c in h.components.items()}))
         return out

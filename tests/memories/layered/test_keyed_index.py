@@ -124,3 +124,65 @@ def test_version_moves_on_writes_only_and_the_index_reads_memories_again_only_th
     c = other.add("Caroline plans a support walk.", "event_summary", source_ids=["D1:3"], timestamp=3 * DAY)
     assert c.id in [h.id for h in index.search(ltm, "support walk", 2)] and len(reads) == 2
     other.close()
+
+
+def test_an_index_kept_in_step_by_appends_equals_a_fresh_one():
+    """``sync`` reads only the memories appended since the last sync when it can, and rebuilds
+    when an append changes a unit already indexed: after every write, the index holds the
+    same units, keys and order as an index built from scratch."""
+    import random
+
+    rng = random.Random(7)
+    ltm = LongTermMemory()
+    kept = KeyedIndex(BM25Retriever())
+    appended = 0
+    original = kept._append
+
+    def counting(long_term):
+        nonlocal appended
+        done = original(long_term)
+        appended += done
+        return done
+
+    kept._append = counting
+    for step in range(120):
+        turn = f"D1:{rng.randrange(40)}"
+        kind = rng.random()
+        if kind < 0.4:
+            ltm.add(f"turn {step} about {rng.choice(['tea', 'chess', 'Lyon', 'cats'])}", "event_summary",
+                    source_ids=[turn], timestamp=step * DAY, source_session=f"s{step // 10}")
+        elif kind < 0.8:
+            ltm.add_many([{"content": f"fact {step} on {turn}", "memory_type": "fact", "source_ids": [turn]},
+                          {"content": f"fact {step}b", "memory_type": "fact", "source_ids": [f"D2:{step}"]}],
+                         timestamp=step * DAY)
+        elif kind < 0.9:
+            ltm.add(f"summary {step}", "event_summary", source_ids=[turn, f"D1:{rng.randrange(40)}"],
+                    timestamp=step * DAY)
+        else:
+            ids = [r.id for r in ltm.records()]
+            if ids:
+                ltm.delete([rng.choice(ids)])
+        kept.sync(ltm)
+        fresh = KeyedIndex(BM25Retriever())
+        fresh.sync(ltm)
+        assert [(r.id, r.content) for r in kept.retriever.records()] == \
+            [(r.id, r.content) for r in fresh.retriever.records()], f"step {step}"
+        assert kept.search(ltm, "tea chess", 5) == fresh.search(ltm, "tea chess", 5)
+    assert appended > 20  # the incremental path was taken, not only rebuilds
+
+
+def test_the_same_search_is_ranked_once_unless_searching_changes_state():
+    from memlab.retrieval.decay_retriever import DecayRetriever
+
+    ltm = LongTermMemory()
+    ltm.add("I like green tea", "event_summary", source_ids=["D1:1"], timestamp=DAY)
+    ltm.add("Chess on Sundays", "event_summary", source_ids=["D1:2"], timestamp=2 * DAY)
+    for retriever, searches in ((BM25Retriever(), 1), (DecayRetriever(BM25Retriever(), reinforce="returned"), 2)):
+        index, calls = KeyedIndex(retriever), []
+        search = retriever.search
+        retriever.search = lambda *a, **kw: calls.append(a) or search(*a, **kw)
+        first = index.search(ltm, "tea", 2, now=3 * DAY)
+        again = index.search(ltm, "tea", 2, now=3 * DAY)
+        assert len(calls) == searches and (searches == 2 or again == first)
+        index.search(ltm, "tea", 2, now=4 * DAY)  # another time: searched again
+        assert len(calls) == searches + 1

@@ -141,6 +141,27 @@ class Repository:
         self._writes += 1
 
     @property
+    def rewrites(self) -> tuple[int, int]:
+        """Changes when a write may have changed or removed memories already stored: write
+        transactions that were not pure appends (a batch of ``add_many`` that only inserted
+        rows is one), and SQLite's ``data_version``. While it stays equal, the memories
+        stored so far are as they were and new ones were only appended after them
+        (``appended_after``), which lets an index keep up with the new rows alone."""
+        return self._writes - getattr(self, "_appends", 0), int(self.db.execute("PRAGMA data_version").fetchone()[0])
+
+    def appended_after(self, seq: int) -> tuple[list[MemoryRecord], int]:
+        """The active memories stored after position ``seq`` (oldest first), and the last
+        position (``seq`` when there are none); positions count the rows of this store."""
+        rows = self._rows("WHERE seq > ? ORDER BY seq", (int(seq),))
+        last = max((int(r["seq"]) for r in rows), default=int(seq))
+        return [self.to_record(r) for r in rows if r["status"] == "active"], last
+
+    def last_position(self) -> int:
+        """The position of the newest row of this namespace (0 when empty)."""
+        return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM memories WHERE namespace = ?",
+                                   (self.namespace,)).fetchone()[0])
+
+    @property
     def version(self) -> tuple[int, int]:
         """Changes when the set of memories or what they say may have changed: the count of
         this object's write transactions (adds, deletes, clears, consolidations; not recalls,

@@ -46,6 +46,8 @@ class WritePath:
                           else sorted(self._rows_for([r["memory_id"] for r in written]), key=lambda r: r["seq"]))
                 self._index_rows(stored)
                 db.execute("COMMIT")
+                if not self._updated:  # rows inserted, none changed: ``rewrites`` stays
+                    self._appends = getattr(self, "_appends", 0) + 1
             except BaseException:
                 db.execute("ROLLBACK")
                 try:

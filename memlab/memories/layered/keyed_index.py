@@ -168,5 +168,5 @@ class KeyedIndex:
         for h in hits:
             unit = fresh.get(h.id, self._units[h.id])
             out.append(Hit(memory_record=unit, score=float(h.score), timestamp=unit.timestamp,
-                           rank=len(out) + 1, components={name: dict(c) for name, c in h.components.items()}))
+                           rank=len(out) + 1, components=dict(h.components)))  # its own map: a ranking may be served twice
         return out

@@ -2,7 +2,8 @@
 
     memlab eval DATASET [--format F] [--option key=value ...] [--strategy NAME] [--set key=value ...]
                 [--k 5] [--budget TOKENS ...] [--json] [--progress | --quiet]
-                [--probe-position end|after_evidence] [--categories A,B] [--n-jobs N]
+                [--probe-position end|after_evidence] [--categories A,B] [--dialogues ID,ID]
+                [--n-jobs N]
                 [--output FILE] [--max-failures N] [--answer-llm LLM] [--judge-llm LLM]
                 [--allow-uncalibrated-judge] [--judge-prompt-set NAME] [--import FILE.py ...]
     memlab sweep CONFIG.toml [--output DIR] [--n-jobs N] [--fresh] [--progress | --quiet]
@@ -69,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
                         "every turn, not only user turns); repeatable; true/false, numbers and a,b lists "
                         "are read by the option's type")
     e.add_argument("--categories", default=None, help="comma-separated probe categories to keep")
+    e.add_argument("--dialogues", default=None, metavar="ID,ID",
+                   help="comma-separated dialogue ids to keep, e.g. conv-30 of LoCoMo (default: all)")
     e.add_argument("--n-jobs", type=int, default=1, help="dialogues replayed in parallel (joblib)")
     e.add_argument("--output", default=None, help="also save per-probe rows (.parquet or .csv)")
     e.add_argument("--max-failures", type=int, default=None, metavar="N",
@@ -199,6 +202,16 @@ def parse_set(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def _comma_list(value: str | None, flag: str) -> list[str] | None:
+    """``"a, b"`` -> ``["a", "b"]``; ``None`` stays ``None``; an empty item is a usage error."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",")]
+    if not all(items):
+        raise _UsageError(f"memlab eval: {flag} takes comma-separated names, got {value!r}")
+    return items
+
+
 def _loader_options(args: argparse.Namespace) -> dict[str, Any]:
     """The dataset loader's options: each ``--option KEY=VALUE`` read by the option's type
     (``memlab.eval.loaders.parse_loader_options``), and ``--probe-position``."""
@@ -255,8 +268,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # a format whose loader can iterate streams (LongMemEval: one question held at a time, the S
     # file is 278 MB of JSON); the others are read whole
     dataset = open_dataset(args.dataset, args.format, **options)
-    if args.categories:
-        dataset = dataset.subset(categories=[c.strip() for c in args.categories.split(",")])
+    if args.categories or args.dialogues:
+        dataset = dataset.subset(categories=_comma_list(args.categories, "--categories"),
+                                 dialogues=_comma_list(args.dialogues, "--dialogues"))
     streamed = isinstance(dataset, StreamedDataset)
     if not streamed and dataset.n_probes == 0:
         raise MemlabError(f"{args.dataset}: no probes (questions) to evaluate")

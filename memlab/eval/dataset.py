@@ -252,8 +252,10 @@ class Dataset:
         for d in self.dialogues:
             if d.id == dialogue_id:
                 return d
-        raise DatasetError(f"dataset {self.name!r} has no dialogue {dialogue_id!r}; "
-                           f"dialogues: {', '.join(d.id for d in self.dialogues)}")
+        ids = [d.id for d in self.dialogues]
+        shown = ", ".join(ids[:8]) + (f", ... ({len(ids)} in all)" if len(ids) > 8 else "")
+        where = f" ({self.source_path})" if self.source_path else ""
+        raise DatasetError(f"dataset {self.name!r}{where} has no dialogue {dialogue_id!r}; dialogues: {shown}")
 
     @property
     def n_probes(self) -> int:

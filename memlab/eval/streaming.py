@@ -36,27 +36,39 @@ class StreamedDataset:
     """Dialogues read from ``path`` on each pass by ``reader(path, report=...)``."""
 
     def __init__(self, name: str, path: str, reader: Callable[..., Iterator[Dialogue]],
-                 categories: Sequence[str] | None = None, **options: Any) -> None:
+                 categories: Sequence[str] | None = None, dialogues: Sequence[str] | None = None,
+                 **options: Any) -> None:
         self.name = name
         self.source_path = str(path)
         self.reader = reader
         self.options = options
         self.categories = list(categories) if categories is not None else None
+        self.dialogues = list(dialogues) if dialogues is not None else None
         self.report = LoadReport()
         self._hash: str | None = None
         self.n_dialogues: int | None = None
         self.n_probes: int | None = None
 
-    def subset(self, categories: Sequence[str]) -> StreamedDataset:
-        """The same file, keeping only probes of these categories (checked after a pass)."""
-        return StreamedDataset(self.name, self.source_path, self.reader, categories, **self.options)
+    def subset(self, categories: Sequence[str] | None = None,
+               dialogues: Sequence[str] | None = None) -> StreamedDataset:
+        """The same file, keeping only these dialogues (ids, in file order) and probes of these
+        categories; ``None`` keeps what this one keeps. Unknown ids or categories are
+        reported after a pass, which is when the file has shown what it holds."""
+        return StreamedDataset(self.name, self.source_path, self.reader,
+                               self.categories if categories is None else categories,
+                               self.dialogues if dialogues is None else dialogues, **self.options)
 
     def __iter__(self) -> Iterator[Dialogue]:
         report = LoadReport()
         digest = hashlib.sha256(b"[")
         n_dialogues = n_probes = 0
         seen_categories: set[str] = set()
+        seen_ids: set[str] = set()
+        keep = set(self.dialogues) if self.dialogues is not None else None
         for d in self.reader(self.source_path, report=report, **self.options):
+            seen_ids.add(d.id)
+            if keep is not None and d.id not in keep:
+                continue
             seen_categories.update(p.category for p in d.probes if p.category is not None)
             if self.categories is not None:
                 d.probes = [p for p in d.probes if p.category in self.categories]
@@ -67,6 +79,9 @@ class StreamedDataset:
             n_dialogues += 1
             n_probes += len(d.probes)
             yield d
+        if keep is not None and keep - seen_ids:
+            raise DatasetError(f"{self.source_path} has no dialogue {sorted(keep - seen_ids)[0]!r}; "
+                               f"{len(seen_ids)} dialogues, e.g. {', '.join(sorted(seen_ids)[:5])}")
         if self.categories is not None:
             unknown = sorted(set(self.categories) - seen_categories)
             if unknown:

@@ -201,3 +201,20 @@ def test_parse_loader_options_reads_each_option_by_its_type():
         parse_loader_options("longmemeval", {"roles": "user,"})
     with pytest.raises(DatasetError, match=r"unknown dataset format 'csv'"):
         parse_loader_options("csv", {})
+
+
+def test_eval_keeps_the_dialogues_named(tiny_file, capsys):
+    assert main(["eval", str(tiny_file), "--strategy", "bm25", "--dialogues", "trip", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["n_dialogues"], result["n_probes"]) == (1, 1)
+    assert main(["eval", str(tiny_file), "--strategy", "bm25", "--dialogues", "trip,coffee", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_dialogues"] == 2
+
+
+def test_eval_names_an_unknown_or_empty_dialogue_in_one_line(tiny_file):
+    for cut, message in (("trip,zzz", "has no dialogue 'zzz'; dialogues: coffee, trip"),
+                         ("trip,", "--dialogues takes comma-separated names, got 'trip,'")):
+        proc = run_cli("eval", str(tiny_file), "--strategy", "bm25", "--dialogues", cut)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+        assert str(tiny_file) in proc.stderr or "--dialogues" in proc.stderr

@@ -188,6 +188,13 @@ def test_streamed_replay_equals_a_full_load(tmp_path, oracle_q, s_q):
     assert set(replay_stream(get("bm25"), one)["category"]) == {"temporal-reasoning"}
     with pytest.raises(DatasetError, match=r"unknown categories \['typo'\]"):
         replay_stream(get("bm25"), open_dataset(path).subset(categories=["typo"]))
+    ids = [d.id for d in ds.dialogues]
+    kept = open_dataset(path).subset(dialogues=[ids[3], ids[1]])
+    rows = replay_stream(get("bm25"), kept)    # file order, as a full load cut the same way
+    assert list(rows["dialogue_id"]) == [ids[1], ids[3]] and len(kept) == 2
+    assert kept.hash == ds.subset(dialogues=[ids[1], ids[3]]).hash
+    with pytest.raises(DatasetError, match=r"has no dialogue 'zzz'"):
+        replay_stream(get("bm25"), open_dataset(path).subset(dialogues=[ids[0], "zzz"]))
 
 
 def test_the_loader_holds_one_question_at_a_time():

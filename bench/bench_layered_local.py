@@ -148,6 +148,8 @@ def main() -> int:
     # probes of one dialogue cannot be clustered by dialogue: then each probe is its own cluster
     resampled = "probes" if one_dialogue(local_rows) else "dialogues"
     paired = compare(both, "local", "offline", list(METRICS), cluster=None if resampled == "probes" else "dialogue_id")
+    if resampled == "probes":  # compare counts each probe as its own cluster then; the rows hold one dialogue
+        paired["n_dialogues"] = 1
     dialogues = [d.strip() for d in args.dialogues.split(",")] if args.dialogues else None
     record = {
         "bench": "layered_local", "provenance": provenance, "machine": machine(), "datasets": args.datasets,

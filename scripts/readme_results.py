@@ -341,12 +341,16 @@ def render_locomo_categories(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n\nRuns (`bench/results/locomo.json`):\n\n" + _runs_note(shown, recorded) + "\n"
 
 
-def render_layered_local(_: str = "") -> str:
+def render_layered_local(_: str = "", name: str = "layered_local") -> str:
     """`layered` with the real local model against the offline stand-in (bench/bench_layered_local.py)."""
     from memlab.eval.headline import phrase_comparison
 
-    data = load("layered_local")
-    lines = ["| LLM | seconds | probes | failed | LLM calls | cached | prompt tokens | completion tokens "
+    data = load(name)
+    lines = []
+    if data.get("dialogues"):  # a slice of a published file says which, and how its intervals were drawn
+        lines += [f"Dataset `{data['datasets']}`, dialogues {', '.join(f'`{d}`' for d in data['dialogues'])}; "
+                  f"intervals resample {data.get('resampled', 'dialogues')}.", ""]
+    lines += ["| LLM | seconds | probes | failed | LLM calls | cached | prompt tokens | completion tokens "
              "| format errors | recall@5 [95% CI] | context_recall [95% CI] |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, label in (("local", f"`{data['model'].split(':')[0]}` (llama.cpp)"), ("offline", "offline stand-in")):
@@ -358,7 +362,7 @@ def render_layered_local(_: str = "") -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     lines += [f"- {phrase_comparison(p)}." for p in data["paired"]]
-    lines += ["", f"Record `bench/results/layered_local.json`: {describe_provenance(data['provenance'])}."]
+    lines += ["", f"Record `bench/results/{name}.json`: {describe_provenance(data['provenance'])}."]
     if data["local"].get("outdated"):  # a row HEAD no longer runs says so where it is shown
         lines += ["", f"Outdated: the local row was {data['local']['outdated']}."]
     return "\n" + "\n".join(lines) + "\n"

@@ -77,6 +77,10 @@ def verdict(row: Any, alpha: float = ALPHA) -> str:
     return f"{_get(row, 'a') if float(_get(row, 'diff')) > 0 else _get(row, 'b')} higher"
 
 
+def _dialogues(n: int) -> str:
+    return "1 dialogue" if n == 1 else f"{n} dialogues"
+
+
 def phrase_comparison(row: Any, alpha: float = ALPHA, digits: int = 3) -> str:
     """One sentence stating a paired comparison row (a ``Comparison``, a ``compare`` /
     ``pairwise`` row or a mapping with the same keys) and its verdict at ``alpha``."""
@@ -86,7 +90,7 @@ def phrase_comparison(row: Any, alpha: float = ALPHA, digits: int = 3) -> str:
     parts = [f"diff {float(_get(row, 'diff')) + 0.0:+{f}}",  # + 0.0: no "-0.000" from a negated zero
              f"95% CI [{float(_get(row, 'ci_low')) + 0.0:+{f}}, {float(_get(row, 'ci_high')) + 0.0:+{f}}]",
              f"{p_name} = {float(_get(row, p_key)):.3f}",
-             f"{int(_get(row, 'n_probes'))} probes in {int(_get(row, 'n_dialogues'))} dialogues"]
+             f"{int(_get(row, 'n_probes'))} probes in {_dialogues(int(_get(row, 'n_dialogues')))}"]
     if _has(row, "wins"):
         parts.append(f"{int(_get(row, 'wins'))} wins / {int(_get(row, 'ties'))} ties / "
                      f"{int(_get(row, 'losses'))} losses")

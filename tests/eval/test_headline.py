@@ -37,6 +37,7 @@ def test_phrase_comparison_states_the_test_and_its_verdict():
     assert phrase_comparison({**low, "p_holm": 0.2}).endswith("Holm-adjusted p = 0.200, 71 probes in 9 dialogues, "
                                                               "0 wins / 68 ties / 3 losses): no significant difference")
     assert verdict({**ROW, "diff": 0.1, "p_value": 0.049}) == "layered higher"
+    assert "105 probes in 1 dialogue, " in phrase_comparison({**ROW, "n_probes": 105, "n_dialogues": 1})
     assert not significant({**ROW, "p_value": float("nan")})
 
 

@@ -341,11 +341,11 @@ def render_locomo_categories(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n\nRuns (`bench/results/locomo.json`):\n\n" + _runs_note(shown, recorded) + "\n"
 
 
-def render_layered_local(_: str = "", name: str = "layered_local") -> str:
+def render_layered_local(_: str = "", record: str = "layered_local") -> str:
     """`layered` with the real local model against the offline stand-in (bench/bench_layered_local.py)."""
     from memlab.eval.headline import phrase_comparison
 
-    data = load(name)
+    data = load(record)
     lines = []
     if data.get("dialogues"):  # a slice of a published file says which, and how its intervals were drawn
         lines += [f"Dataset `{data['datasets']}`, dialogues {', '.join(f'`{d}`' for d in data['dialogues'])}; "
@@ -362,7 +362,7 @@ def render_layered_local(_: str = "", name: str = "layered_local") -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     lines += [f"- {phrase_comparison(p)}." for p in data["paired"]]
-    lines += ["", f"Record `bench/results/{name}.json`: {describe_provenance(data['provenance'])}."]
+    lines += ["", f"Record `bench/results/{record}.json`: {describe_provenance(data['provenance'])}."]
     if data["local"].get("outdated"):  # a row HEAD no longer runs says so where it is shown
         lines += ["", f"Outdated: the local row was {data['local']['outdated']}."]
     return "\n" + "\n".join(lines) + "\n"

@@ -3,8 +3,8 @@
 Runs ``memlab.eval.answer_study.answer_study`` (the computation of notebook 10_answers) on the
 slice ``answer_slices`` builds: the first ``--locomo-questions`` scored questions of the first
 ``--locomo-conversations`` LoCoMo conversation(s) and the first ``--lme-questions`` LongMemEval
-oracle dev questions, for each of ``--strategies``, with ``LocalLLM`` (default: the bundled
-Gemma 3 270M on the CPU) answering and judging. Prints the device and model, the judge's model
+oracle dev questions, for each of ``--strategies``, with ``LocalLLM`` (default: memlab's
+default local model, Qwen2.5-Coder-1.5B-Instruct, on the CPU) answering and judging. Prints the device and model, the judge's model
 and prompt sets (``name@version``, also in the JSON: ``judge_model``, ``judge_prompt_sets``), then per slice x
 strategy: n (answered questions with a gold), answer_f1, answer_containment, judge:lenient,
 judge:strict, context_recall (means with 95% cluster-bootstrap intervals, dialogues

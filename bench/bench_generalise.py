@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         sections["locomo"] = locomo_format_section(path, "locomo", args.lexical_only, not args.no_ablation)
     for path in args.dataset:
-        sections[f"file:{Path(path).name}"] = locomo_format_section(path, args.format, args.lexical_only,
+        sections[f"{args.format}:{Path(path).name}"] = locomo_format_section(path, args.format, args.lexical_only,
                                                                    not args.no_ablation)
     if "longmemeval" in chosen:
         found = lme_section(args.lme_limit, not args.no_ablation, args.lexical_only)

@@ -341,10 +341,12 @@ def render_locomo_categories(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n\nRuns (`bench/results/locomo.json`):\n\n" + _runs_note(shown, recorded) + "\n"
 
 
-def render_layered_local(_: str = "", record: str = "layered_local") -> str:
-    """`layered` with the real local model against the offline stand-in (bench/bench_layered_local.py)."""
+def render_layered_local(record: str = "") -> str:
+    """`layered` with the real local model against the offline stand-in (bench/bench_layered_local.py);
+    ``layered_local:NAME`` renders ``bench/results/NAME.json`` (a slice of a published file)."""
     from memlab.eval.headline import phrase_comparison
 
+    record = record or "layered_local"
     data = load(record)
     lines = []
     if data.get("dialogues"):  # a slice of a published file says which, and how its intervals were drawn
@@ -764,7 +766,10 @@ def render_generalise(_: str = "") -> str:
               "longmemeval_s": ("LongMemEval S dev (LongMemEval's protocol, %; 95% CI, questions resampled)",
                                 ["lme_recall_any@5", "lme_recall_all@5", "recall@1024tok"])}
     for key, record in bench.items():
-        title, metrics = titles.get(key, (key, []))
+        # a --dataset file (e.g. BEAM, in its own format): LoCoMo-format protocol, never tuned on
+        title, metrics = titles[key] if key in titles else (
+            f"{record['dataset']} (`{key.partition(':')[2]}`, {record['n_dialogues']} conversations, never tuned on; "
+            "evidence recall, %; 95% CI, conversations resampled)", ["recall@5", "recall@512tok"])
         lines += [f"**{title}**, {record.get('n_questions', '')} questions:".replace(",  questions", ""), "",
                   "| strategy | " + " | ".join(metrics) + " | ms per question |",
                   "|---|" + "---:|" * (len(metrics) + 1)]
@@ -774,8 +779,9 @@ def render_generalise(_: str = "") -> str:
         default = record["table"].get("recall_plus")
         if default:
             cats = default["categories"]
-            lines += ["", f"`recall_plus` per {'category' if key == 'locomo' else 'question type'}:", "",
-                      "| " + ("category" if key == "locomo" else "type") + " | n | " + " | ".join(metrics) + " |",
+            unit = "question type" if key == "longmemeval_s" else "category"
+            lines += ["", f"`recall_plus` per {unit}:", "",
+                      "| " + unit.split()[-1] + " | n | " + " | ".join(metrics) + " |",
                       "|---|---:|" + "---:|" * len(metrics)]
             for cat, row in cats.items():
                 lines.append(f"| {cat} | {row['n_scored']} | " + " | ".join(f"{row[m]:.1f}" for m in metrics) + " |")

@@ -67,7 +67,7 @@ def test_every_record_names_its_run():
     _check_provenance(_record("compare_builtins")["provenance"], "compare_builtins.json")
     for n, run in enumerate(_record("locomo")["runs"]):
         _check_provenance(run["provenance"], f"locomo.json runs[{n}]")
-    for name in ("layered_local", "answers_local", "scale_cycled_sessions"):
+    for name in ("layered_local", "layered_local_locomo", "answers_local", "scale_cycled_sessions"):
         _check_provenance(_record(name)["provenance"], f"{name}.json")
 
 
@@ -241,22 +241,29 @@ def _bench_script(name: str):
         sys.path.remove(bench)
 
 
-def test_the_layered_local_rows_configuration_is_heads():
+@pytest.mark.parametrize("name", ["layered_local", "layered_local_locomo"])
+def test_the_layered_local_rows_configuration_is_heads(name):
     from memlab.eval.dataset_files import dataset_files
     from memlab.eval.provenance import data_hashes
 
     module = _bench_script("bench_layered_local")
-    record = _record("layered_local")
-    data = sorted(data_hashes(dataset_files(REPO / record["datasets"])).values())
+    record = _record(name)
+    source = REPO / record["datasets"]
+    if not source.exists():
+        pytest.skip(f"{record['datasets']} is not beside the checkout")
+    data = sorted(data_hashes(dataset_files(source)).values())
+    assert data == sorted(record["provenance"]["data"].values()), f"{name}: the data files changed"
+    dialogues = record.get("dialogues")
     for llm in ("local", "offline"):
         if record[llm].get("outdated"):
             # a row the record itself marks outdated (shown so in the README) must really be: once
             # it is re-recorded with HEAD's configuration, the mark has to go
-            assert module.config_hash(llm, data) != record[llm]["config_hash"], f"{llm}: re-recorded; drop 'outdated'"
+            assert module.config_hash(llm, data, dialogues) != record[llm]["config_hash"], \
+                f"{llm}: re-recorded; drop 'outdated'"
             continue
-        assert module.config_hash(llm, data) == record[llm]["config_hash"], (
-            f"layered_local {llm!r}: HEAD runs layered (or the shipped dialogues) differently from the record: "
-            f"re-record it (python bench/bench_layered_local.py)")
+        assert module.config_hash(llm, data, dialogues) == record[llm]["config_hash"], (
+            f"{name} {llm!r}: HEAD runs layered (or the data) differently from the record: "
+            f"re-record it (python bench/bench_layered_local.py, with the record's --dataset and --dialogues)")
 
 
 def test_the_answer_study_rows_configuration_is_heads():

@@ -67,6 +67,14 @@ class Retriever(Component):
                now: float | None = None) -> list[Hit]:
         """At most ``k`` hits, best first (see the module docstring for the contract)."""
 
+    def search_depth(self, k: int) -> int:
+        """The depth ``d >= k`` whose search, at the same state, holds this search's ``k`` hits
+        as its first ``k`` and costs no more: a caller that will ask again deeper may search
+        ``d`` once and serve every ``k`` with ``search_depth(k) == d`` from it. ``k`` here; a
+        retriever that searches a fixed depth whatever ``k`` is (a hybrid's ``candidates``)
+        says so."""
+        return k
+
     # -- public bookkeeping ---------------------------------------------------------
     def add(self, records: Iterable[MemoryRecord]) -> None:
         """Index ``records``; an id already present is replaced (and moves to the end)."""

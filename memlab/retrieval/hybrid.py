@@ -69,6 +69,11 @@ class HybridRetriever(Retriever):
         for child in self._retrievers:
             child.reset()
 
+    def search_depth(self, k: int) -> int:
+        """``max(k, candidates)``: every child is asked that deep whatever ``k`` is, so the
+        fused ranking is the same and a search for ``k`` is the first ``k`` of it."""
+        return max(k, self.candidates)
+
     def search(self, query: str, k: int = 5, *, where: Where | None = None,
                now: float | None = None) -> list[Hit]:
         k = self._check_search(k, where)

@@ -39,6 +39,7 @@ def check_retriever(retriever: Retriever) -> list[str]:
     ``get_record`` returns; an empty index finds nothing; ``reset``, ``clone`` and
     ``pickle`` give a retriever that behaves as a fresh one, bit for bit; using it leaves
     its parameters unchanged; ``records``, ``len`` and ``in`` agree with what was added;
+    ``search(q, k)`` is the first ``k`` of ``search(q, search_depth(k))``;
     every part it holds is a parameter (``hidden_parts``).
     """
     checks: list[tuple[str, Callable[[Retriever], None]]] = [
@@ -51,6 +52,7 @@ def check_retriever(retriever: Retriever) -> list[str]:
         ("picklable", lambda r: _check_same(_run(pickle.loads(pickle.dumps(r))), _run(r.clone()),
                                             "an unpickled retriever behaves differently")),
         ("params_unchanged_by_use", _check_retriever_params),
+        ("search_depth_serves_its_prefix", _check_search_depth),
     ]
     if capabilities_of(retriever).exact_search:  # chosen by what the retriever declares
         checks.append(("exact_search_is_a_prefix", _check_exact_prefix))
@@ -99,6 +101,22 @@ def _check_exact_prefix(r: Retriever) -> None:
         for k in (1, 2, 3):
             assert [(h.id, h.score, h.rank) for h in r.search(q, k)] == deep[:k], \
                 f"declares exact_search but search({q!r}, {k}) is not the top of a deeper search"
+
+
+def _check_search_depth(r: Retriever) -> None:
+    def first_search(q: str, n: int) -> list[tuple]:
+        # each search on a fresh filled clone: a search that changes state (a forgetting
+        # draw) must not make the two differ
+        fresh = r.clone()
+        fresh.add(retriever_records())
+        return [(h.id, h.score, h.rank, h.components) for h in fresh.search(q, n)]
+
+    for q in RETRIEVER_QUERIES:
+        for k in (1, 3, 20):
+            depth = r.search_depth(k)
+            assert isinstance(depth, int) and depth >= k, f"search_depth({k}) = {depth!r}, expected an int >= {k}"
+            assert first_search(q, k) == first_search(q, depth)[:k], \
+                f"search({q!r}, {k}) is not the top of search({q!r}, search_depth({k}) = {depth})"
 
 
 def _check_same(a: Any, b: Any, message: str) -> None:

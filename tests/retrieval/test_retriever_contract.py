@@ -33,7 +33,7 @@ def test_every_retriever_passes_check_retriever(name):
     retriever = FACTORIES[name]()
     assert check_retriever(retriever) == [
         "is_retriever", "parts_are_parameters", "hits_obey_the_contract", "records_are_honest", "deterministic", "reset_is_fresh",
-        "picklable", "params_unchanged_by_use"] + ["exact_search_is_a_prefix"] * retriever.capabilities().exact_search
+        "picklable", "params_unchanged_by_use", "search_depth_serves_its_prefix"] + ["exact_search_is_a_prefix"] * retriever.capabilities().exact_search
 
 
 def test_check_retriever_names_the_failed_check():
@@ -43,6 +43,25 @@ def test_check_retriever_names_the_failed_check():
 
     with pytest.raises(AssertionError, match=r"^Unsorted failed check 'hits_obey_the_contract': ranks must be"):
         check_retriever(Unsorted())
+
+
+class Shallow(HybridRetriever):
+    """Claims a depth whose search asks its children deeper, so its fused ranking differs."""
+
+    def search_depth(self, k):
+        return k + 60
+
+
+def test_a_search_depth_whose_prefix_differs_fails_its_check():
+    assert Shallow().search_depth(3) == 63
+    with pytest.raises(AssertionError, match=r"^Shallow failed check 'search_depth_serves_its_prefix'"):
+        check_retriever(Shallow(candidates=2))
+
+
+def test_a_hybrid_searches_its_candidates_whatever_k_is():
+    assert HybridRetriever(candidates=50).search_depth(10) == 50
+    assert HybridRetriever(candidates=50).search_depth(80) == 80
+    assert BM25Retriever().search_depth(7) == 7
 
 
 def test_wrapping_a_filled_retriever_adopts_its_records():

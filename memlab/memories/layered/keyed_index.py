@@ -156,13 +156,18 @@ class KeyedIndex:
         self.sync(long_term)
         if k == 0 or not query.strip() or not self._units:
             return []
-        # the same search of the same index ranks the same, unless searching changes state
-        asked = (query, k, json.dumps(where, sort_keys=True, default=str), now, self._synced)
+        # the same search of the same index ranks the same, unless searching changes state;
+        # searched at the retriever's own depth for k, so that a deeper request that the
+        # retriever answers from the same depth (the replay's k, 2k, 4k ... within a hybrid's
+        # candidates) is the same ranking, served by its prefix
+        depth = self.retriever.search_depth(k)
+        asked = (query, depth, json.dumps(where, sort_keys=True, default=str), now, self._synced)
         if self._ranked is not None and self._ranked[0] == asked:
-            hits = self._ranked[1]
+            hits = self._ranked[1][:k]
         else:
-            hits = self.retriever.search(query, k, where=where, now=now)
+            hits = self.retriever.search(query, depth, where=where, now=now)
             self._ranked = (asked, hits) if self._repeatable else None
+            hits = hits[:k]
         fresh = {r.id: r for r in long_term.get_many([h.id for h in hits])}
         out = []
         for h in hits:

@@ -23,10 +23,13 @@ and only the new ones when the writes since the last sync were appends
 (``LongTermMemory.rewrites`` unchanged) that change no unit already indexed -- a new event
 whose turn already has a fact indexed alone, or a new fact of a turn whose event is already
 indexed, changes an indexed key, and the index is rebuilt. The units a search returns are
-read fresh, so their access columns are current; the retriever's ranking of the last
-search is reused when the same search (query, depth, filter, time) is asked again of the
-same index (the replay asks a probe's query again for deeper lists), unless a search of
-the retriever changes its state (``Capabilities.asking_changes_nothing``).
+as stored now, so their access columns are current: read from the store, and read again
+after any write or recall (``LongTermMemory.version`` and ``recalls``). The retriever's
+ranking of the last search is reused when the same search (query, depth, filter, time) is
+asked again of the same index (the replay asks a probe's query again for deeper lists),
+unless a search of the retriever changes its state (``Capabilities.asking_changes_nothing``);
+it is searched at ``Retriever.search_depth`` of the depth asked, so deeper requests that
+the retriever answers from the same depth are served by the same ranking's prefix.
 
 A ``where`` filter applies to the units (their long-term columns in metadata): a fact
 folded into its turn's key is found only through that turn, so ``{"memory_type":
@@ -79,6 +82,7 @@ class KeyedIndex:
         self._events: dict[str, str] = {}  # turn id -> the id of its event (a unit)
         self._loose: set[str] = set()  # turn ids of facts indexed as units of their own
         self._ranked: tuple[Any, list[Hit]] | None = None  # the last search and its ranking
+        self._read: tuple[Any, dict[str, MemoryRecord]] | None = None  # memories read at a state (``_fresh``)
         # read once: the retriever is this index's own part, changed only through its owner,
         # which then builds a new index (``Retrieve._on_params_changed``)
         self._repeatable = capabilities_of(retriever).asking_changes_nothing
@@ -146,6 +150,19 @@ class KeyedIndex:
                                 for u, key in new])
             self._keys.update((u.id, key) for u, key in new)
 
+    def _fresh(self, long_term: LongTermMemory, ids: list[str]) -> dict[str, MemoryRecord]:
+        """The memories ``ids`` as stored now: read once while nothing could change them
+        (``version`` and ``recalls`` unchanged; the replay's deeper lists of one probe read
+        each memory once), read again after any write or recall."""
+        state = (long_term, long_term.version, long_term.recalls)
+        if self._read is None or self._read[0] != state:
+            self._read = (state, {})
+        known = self._read[1]
+        missing = [i for i in ids if i not in known]
+        if missing:
+            known.update((r.id, r) for r in long_term.get_many(missing))
+        return known
+
     def key(self, id: str) -> str:
         """The text memory ``id`` is indexed under (before any contextual expansion)."""
         return self._keys[str(id)]
@@ -168,7 +185,7 @@ class KeyedIndex:
             hits = self.retriever.search(query, depth, where=where, now=now)
             self._ranked = (asked, hits) if self._repeatable else None
             hits = hits[:k]
-        fresh = {r.id: r for r in long_term.get_many([h.id for h in hits])}
+        fresh = self._fresh(long_term, [h.id for h in hits])
         out = []
         for h in hits:
             unit = fresh.get(h.id, self._units[h.id])

@@ -186,3 +186,39 @@ def test_the_same_search_is_ranked_once_unless_searching_changes_state():
         assert len(calls) == searches and (searches == 2 or again == first)
         index.search(ltm, "tea", 2, now=4 * DAY)  # another time: searched again
         assert len(calls) == searches + 1
+
+
+def test_returned_memories_are_read_once_per_state_and_again_after_a_recall():
+    ltm = LongTermMemory()
+    a = ltm.add("I like green tea", "event_summary", source_ids=["D1:1"], timestamp=DAY)
+    ltm.add("Green tea with Mel", "event_summary", source_ids=["D1:2"], timestamp=2 * DAY)
+    index, reads = KeyedIndex(BM25Retriever()), []
+    get_many = ltm.get_many
+    ltm.get_many = lambda ids: reads.append(list(ids)) or get_many(ids)
+    first = index.search(ltm, "green tea", 1)
+    deeper = index.search(ltm, "green tea", 2)
+    index.search(ltm, "green tea", 2)
+    # nothing changed between the searches: each memory is read once
+    assert deeper[:1] == first and reads == [[first[0].id], [deeper[1].id]]
+    n = len(reads)
+    assert ltm.recalls == 0
+    ltm.touch([a.id], now=3 * DAY)  # a recall moves the access columns: read again
+    assert ltm.recalls == 1
+    (hit,) = [h for h in index.search(ltm, "green tea", 2) if h.id == a.id]
+    assert len(reads) == n + 1 and hit.record.metadata["access_count"] == 1
+
+
+def test_deeper_requests_within_a_hybrids_candidates_are_one_search_and_equal_fresh_ones():
+    from memlab.retrieval.hybrid import HybridRetriever
+
+    ltm = LongTermMemory()
+    for n, text in enumerate(["green tea at noon", "chess with Mel", "tea and chess", "a walk", "tea again"], 1):
+        ltm.add(text, "event_summary", source_ids=[f"D1:{n}"], timestamp=n * DAY)
+    index, calls = KeyedIndex(HybridRetriever(candidates=4)), []
+    search = index.retriever.search
+    index.retriever.search = lambda *a, **kw: calls.append(a[1]) or search(*a, **kw)
+    lists = {k: [(h.id, h.score, h.rank) for h in index.search(ltm, "tea chess", k)] for k in (1, 2, 4, 5)}
+    assert calls == [4, 5]  # depths 1, 2 and 4 are answered from the depth-4 search
+    for k, got in lists.items():
+        fresh = KeyedIndex(HybridRetriever(candidates=4))
+        assert got == [(h.id, h.score, h.rank) for h in fresh.search(ltm, "tea chess", k)], k

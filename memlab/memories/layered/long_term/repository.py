@@ -170,6 +170,13 @@ class Repository:
         (``KeyedIndex``) need not be read again."""
         return self._writes, int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
+    @property
+    def recalls(self) -> int:
+        """How many recalls (``touch``: the access columns moved) this object has made. With
+        ``version``, it changes whenever a memory read back may differ: equal ``version`` and
+        ``recalls`` mean every memory reads as it did (``KeyedIndex`` keeps what it read)."""
+        return getattr(self, "_recalls", 0)
+
     def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
         """The memories ``ids`` of this namespace, in the order asked (unknown ids left out)."""
         rows = {r["memory_id"]: r for r in self._rows_for([str(i) for i in ids])}

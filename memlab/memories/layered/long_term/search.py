@@ -73,6 +73,7 @@ class DecaySearch:
         back), strength = ``decay.reinforce(strength)`` when a decay model is set."""
         with self._lock:
             t = self.resolve_now(now)
+            self._recalls = getattr(self, "_recalls", 0) + 1  # ``recalls``: what is read back moved
             for row in self._rows_for(list(dict.fromkeys(map(str, ids)))):
                 strength, last = (self.decay.recalled(row["strength"], row["last_accessed"], t)
                                   if self.decay is not None else (row["strength"], max(row["last_accessed"], t)))

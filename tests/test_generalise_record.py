@@ -67,6 +67,25 @@ def test_every_section_names_its_run():
     assert tuning["provenance"]["status"] == "complete" and tuning["provenance"]["git_dirty"] is False
 
 
+def test_the_targets_are_read_off_the_record(rr):
+    """The targets block: the default's figure against each target, the gap a benchmark
+    nobody tuned on leaves to LoCoMo, and the shortfall as (1 - mean) x scored per category."""
+    cats = {"a": {"recall@5": 50.0, "recall@512tok": 90.0, "n_scored": 10},
+            "b": {"recall@5": 90.0, "recall@512tok": 80.0, "n_scored": 20}}
+    bench = {"locomo": {"table": {"recall_plus": {"recall@5": 76.0, "recall@512tok": 80.0, "categories": cats},
+                                  "hybrid_plus": {"recall@5": 70.0, "recall@512tok": 84.0}}},
+             "beam:100K": {"table": {"recall_plus": {"recall@5": 72.5, "recall@512tok": 70.0, "categories": cats}}}}
+    lines = rr.generalise_targets(bench)
+    assert lines[2] == ("- locomo recall@5 >= 75: `recall_plus` 76.0, met (best `recall_plus` 76.0); "
+                        "shortfall by category in questions: a 5 of 10 (50.0), b 2 of 20 (90.0).")
+    assert lines[3] == ("- locomo recall@512tok >= 85: `recall_plus` 80.0, missed by 5.0 points (best `hybrid_plus` "
+                        "84.0); shortfall by category in questions: b 4 of 20 (80.0), a 1 of 10 (90.0).")
+    assert lines[4].startswith("- beam:100K (never tuned on) recall@5 within 3 points of LoCoMo's 76.0: "
+                               "`recall_plus` 72.5, 3.5 points below, missed by 0.5 points;")
+    assert ", 10.0 points below, missed by 7.0 points;" in lines[5]
+    assert not any("longmemeval" in line for line in lines)
+
+
 def test_the_tuned_default_is_recall_plus_default():
     from memlab.strategies.recall_plus import DEFAULTS
 

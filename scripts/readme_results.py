@@ -390,6 +390,10 @@ def render_scale_cycled_sessions(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+#: Issue 11's target for memlab's hybrid against the naive hybrid (rank_bm25 + chromadb) on LoCoMo.
+REPLAY_SPEEDUP_TARGET = 20.0
+
+
 def render_replay_warm(_: str = "") -> str:
     """Full LoCoMo, warm, every built-in in a fresh process (bench/replay.py --output)."""
     data = load("replay_warm")
@@ -411,6 +415,10 @@ def render_replay_warm(_: str = "") -> str:
                       f"fact-augmented keys; `hybrid_plus` alone takes {hp:.2f} s, so the layers around it (SQLite "
                       f"long-term store, extraction at every turn, the short-term window, reading each hit's "
                       f"memory back) add {lay - hp:.2f} s ({lay / hp:.2f}x)."]
+    speedup = data["checks"].get("hybrid_speedup_over_naive")
+    if speedup is not None:
+        lines += ["", f"Target: `hybrid` >= {REPLAY_SPEEDUP_TARGET:g}x faster than the naive hybrid: {speedup:.1f}x, "
+                      + ("met." if speedup >= REPLAY_SPEEDUP_TARGET else "missed.")]
     if data["checks"]:
         lines += ["", "Checks against the naive stack:", ""]
     for k, v in data["checks"].items():
@@ -888,6 +896,7 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
     "locomo_categories": render_locomo_categories,
     "scale_cycled_sessions": render_scale_cycled_sessions, "scale_tokens": render_scale_tokens,
+    "replay_warm": render_replay_warm,
     "layered_local": render_layered_local,
     "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges,
     "notebooks": render_notebooks, "metrics": render_metrics, "strategies": render_strategies,

@@ -67,8 +67,22 @@ def test_every_record_names_its_run():
     _check_provenance(_record("compare_builtins")["provenance"], "compare_builtins.json")
     for n, run in enumerate(_record("locomo")["runs"]):
         _check_provenance(run["provenance"], f"locomo.json runs[{n}]")
-    for name in ("layered_local", "layered_local_locomo", "answers_local", "scale_cycled_sessions"):
+    for name in ("layered_local", "layered_local_locomo", "answers_local", "scale_cycled_sessions", "replay_warm"):
         _check_provenance(_record(name)["provenance"], f"{name}.json")
+
+
+def test_the_warm_replay_record_holds_its_own_checks():
+    """replay_warm.json: every strategy answered every LoCoMo probe, memlab's BM25 equals
+    rank_bm25 rebuilt per probe (top 10, scores within 1e-9), and the LoCoMo file it names is
+    the one here."""
+    record = _record("replay_warm")
+    assert record["results"] and not record["errors"]
+    assert {r["probes"] for r in record["results"] + record["naive"]} == {1986}
+    assert all(r["seconds"] > 0 and r["cpu_seconds"] > 0 for r in record["results"])
+    if "naive bm25" in {r["strategy"] for r in record["naive"]}:
+        assert record["checks"]["bm25_equal_to_rank_bm25"] is True
+        assert record["checks"]["bm25_max_score_diff"] < 1e-9
+    assert file_sha256(locomo_path()) in record["provenance"]["data"].values()
 
 
 def test_every_recorded_row_has_a_configuration_hash():

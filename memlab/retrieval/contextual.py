@@ -45,7 +45,10 @@ class ContextualRetriever(WrapperRetriever):
         format_date(r.timestamp)                      if date
 
     so with BM25 a term's frequency counts own text ``own_weight`` times and a
-    neighbour's ``neighbour_weight`` times. Causality: when a record arrives, only
+    neighbour's ``neighbour_weight`` times. ``neighbour_words`` (None: whole) keeps only a
+    neighbour's first ``neighbour_words`` whitespace-separated words (joined by single
+    spaces), so that long neighbours (messages of hundreds of words) do not outweigh the
+    record's own text; the record's own content is never cut. Causality: when a record arrives, only
     records already added can be its neighbours, and the records whose neighbourhood it
     joins (the ``after`` ones preceding it in its session, whose "after" side it fills) are
     re-indexed then; a removed record likewise re-indexes its old neighbours. At any moment
@@ -69,18 +72,21 @@ class ContextualRetriever(WrapperRetriever):
         "after": Param(int, ge=0),
         "own_weight": Param(int, ge=1),
         "neighbour_weight": Param(int, ge=0),
+        "neighbour_words": Param(int, ge=1, none=True),
         "date": Param(bool),
         "same_session": Param(bool),
     }
 
     def __init__(self, retriever: Retriever, before: int = 1, after: int = 1, own_weight: int = 2,
-                 neighbour_weight: int = 1, date: bool = True, same_session: bool = True):
+                 neighbour_weight: int = 1, date: bool = True, same_session: bool = True,
+                 neighbour_words: int | None = None):
         super().__init__()
         self.retriever = retriever
         self.before = before
         self.after = after
         self.own_weight = own_weight
         self.neighbour_weight = neighbour_weight
+        self.neighbour_words = neighbour_words
         self.date = date
         self.same_session = same_session
         self._texts: dict[str, str] = {}
@@ -174,8 +180,14 @@ class ContextualRetriever(WrapperRetriever):
         record = self._records[id]
         prev, nxt = self._neighbours(id)
         lines = [record.content] * self.own_weight
+        cap = self.neighbour_words
         for n in prev + nxt:
-            lines.extend([self._records[n].content] * self.neighbour_weight)
+            text = self._records[n].content
+            if cap is not None:
+                words = text.split()
+                if len(words) > cap:
+                    text = " ".join(words[:cap])
+            lines.extend([text] * self.neighbour_weight)
         if self.date:
             lines.append(format_date(record.timestamp))
         return "\n".join(lines)

@@ -269,7 +269,8 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
                 keyphrase_weight: int = DEFAULTS["keyphrase_weight"], diversity: float = DEFAULTS["diversity"],
                 candidates: int = 100,
                 before: int = 2, after: int = 1, own_weight: int = 2, date: bool = True,
-                chinese: str = "char+bigram") -> RetrievalStrategy:
+                chinese: str = "char+bigram",
+                neighbour_words: int | None = DEFAULTS["neighbour_words"]) -> RetrievalStrategy:
     """The default chosen to generalise: contextual BM25 (dense retrievers fused in when
     ``embedders`` names some, e.g. ``["e5"]``) over keyphrase-augmented keys, with
     adjacent-turn windows, session-plus-turn fusion and time-aware query expansion; session
@@ -283,8 +284,10 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
     (turns of the same session ranked above)) --, ``NeighbourWindowRetriever`` (max(s, window_decay ** d * s(neighbour)), d <=
     ``window_radius``), and the keys (``bm25_plus``'s contextual BM25, keyphrases added
     ``keyphrase_weight`` times). A part at weight 0 is left out. No model unless
-    ``embedders`` names one; no LLM (an LLM reranker is not part of it).
+    ``embedders`` names one; no LLM (an LLM reranker is not part of it). ``neighbour_words``
+    (off by default) cuts each neighbour in a turn's key to its first words.
     """
     return RetrievalStrategy(retriever=recall_plus_retriever(
         embedders, weights, session_weight, session_pull, time_weight, time_slack_days, window_decay, window_radius,
-        keyphrase_weight, diversity, candidates, before, after, own_weight, date, chinese), candidates=candidates)
+        keyphrase_weight, diversity, candidates, before, after, own_weight, date, chinese, neighbour_words),
+        candidates=candidates)

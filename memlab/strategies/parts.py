@@ -38,12 +38,14 @@ def strong_tokenizer(chinese: str = "char+bigram"):
 
 
 def contextual_bm25(k1: float = 1.5, b: float = 0.75, before: int = 2, after: int = 1, own_weight: int = 2,
-                    neighbour_weight: int = 1, date: bool = True, chinese: str = "char+bigram"):
+                    neighbour_weight: int = 1, date: bool = True, chinese: str = "char+bigram",
+                    neighbour_words: int | None = None):
     """BM25 with the strong tokenizer over contextual index texts (see ``ContextualRetriever``)."""
     from ..retrieval import BM25Retriever, ContextualRetriever
 
     return ContextualRetriever(BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b), before=before,
-                               after=after, own_weight=own_weight, neighbour_weight=neighbour_weight, date=date)
+                               after=after, own_weight=own_weight, neighbour_weight=neighbour_weight, date=date,
+                               neighbour_words=neighbour_words)
 
 
 def hybrid_plus_retriever(embedders: list[Any] | None = None, weights: list[float] | None = None,

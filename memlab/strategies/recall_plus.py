@@ -3,9 +3,11 @@
 The retriever is assembled from composable parts, inside out (1 innermost, 4 outermost) (each part off at weight 0,
 which is how the ablation removes it):
 
-1. keys: ``bm25_plus``'s contextual BM25 (a turn indexed with its neighbours and date),
-   over keyphrase-augmented texts (``KeyphraseRetriever``, ``keyphrase_weight``), fused
-   with dense retrievers when ``embedders`` names some (``hybrid_plus``'s weighted sum);
+1. keys: ``bm25_plus``'s contextual BM25 (a turn indexed with its neighbours and date;
+   each neighbour cut to its first ``neighbour_words`` words when that is set, so long
+   messages do not swamp a turn's own words), over keyphrase-augmented texts
+   (``KeyphraseRetriever``, ``keyphrase_weight``), fused with dense retrievers when
+   ``embedders`` names some (``hybrid_plus``'s weighted sum);
 2. adjacent-turn windows: a hit's score spreads to the turns beside it
    (``NeighbourWindowRetriever``, ``window_decay``, ``window_radius``);
 3. session-plus-turn fusion: a session's BM25 score lifts its turns
@@ -39,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "window_radius": 1,
     "keyphrase_weight": 1,
     "diversity": 0.0,
+    "neighbour_words": None,
 }
 
 
@@ -52,7 +55,8 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
                           keyphrase_weight: int = DEFAULTS["keyphrase_weight"],
                           diversity: float = DEFAULTS["diversity"], candidates: int = 100, before: int = 2,
                           after: int = 1, own_weight: int = 2,
-                          date: bool = True, chinese: str = "char+bigram"):
+                          date: bool = True, chinese: str = "char+bigram",
+                          neighbour_words: int | None = DEFAULTS["neighbour_words"]):
     """The retriever of ``recall_plus`` (see the module docstring)."""
     from ..retrieval import BM25Retriever, ContextualRetriever, HybridRetriever, VectorRetriever, WeightedSum
     from ..retrieval.keyphrases import KeyphraseRetriever
@@ -62,9 +66,11 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
     if keyphrase_weight:
         lexical: Any = ContextualRetriever(KeyphraseRetriever(BM25Retriever(tokenizer=strong_tokenizer(chinese)),
                                                               weight=keyphrase_weight),
-                                           before=before, after=after, own_weight=own_weight, date=date)
+                                           before=before, after=after, own_weight=own_weight, date=date,
+                                           neighbour_words=neighbour_words)
     else:
-        lexical = contextual_bm25(before=before, after=after, own_weight=own_weight, date=date, chinese=chinese)
+        lexical = contextual_bm25(before=before, after=after, own_weight=own_weight, date=date, chinese=chinese,
+                                  neighbour_words=neighbour_words)
     names = list(embedders or [])
     retriever: Any = lexical
     if names:

@@ -41,6 +41,19 @@ def test_weights_and_window_are_configurable():
                                   "where did you go\nwhere did you go")
 
 
+def test_neighbour_words_cuts_neighbours_never_the_record_itself():
+    r = ContextualRetriever(BM25Retriever(), neighbour_words=2)
+    r.add(turns())
+    assert r.index_text("D1") == "yes last weekend\nyes last weekend\ndid you\nwhere did\n9 May 2023"
+    assert r.index_text("D3") == "the Alps with my sister\nthe Alps with my sister\nnice pictures\n11 May 2023"
+    r.set_params(neighbour_words=None)  # off: whole neighbours, as by default
+    fresh = ContextualRetriever(BM25Retriever())
+    fresh.add(turns())
+    assert [r.index_text(f"D{i}") for i in range(5)] == [fresh.index_text(f"D{i}") for i in range(5)]
+    with pytest.raises(ConfigError, match="neighbour_words"):
+        ContextualRetriever(BM25Retriever(), neighbour_words=0)
+
+
 def test_bm25_term_frequency_counts_own_text_twice():
     tok = Tokenizer()
     bm25 = BM25Retriever(tokenizer=tok)

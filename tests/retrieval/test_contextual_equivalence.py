@@ -39,11 +39,16 @@ class ReferenceContextualRetriever(WrapperRetriever):
         "neighbour_weight": Param(int, ge=0),
         "date": Param(bool),
         "same_session": Param(bool),
+        # added after the reference was kept: the cap is off (None) here, so that the reference
+        # has ContextualRetriever's parameters; the cap itself is tested in test_contextual.py
+        "neighbour_words": Param(type(None), none=True),
     }
 
     def __init__(self, retriever: Retriever, before: int = 1, after: int = 1, own_weight: int = 2,
-                 neighbour_weight: int = 1, date: bool = True, same_session: bool = True):
+                 neighbour_weight: int = 1, date: bool = True, same_session: bool = True,
+                 neighbour_words: None = None):
         super().__init__()
+        self.neighbour_words = neighbour_words
         self.retriever = retriever
         self.before = before
         self.after = after

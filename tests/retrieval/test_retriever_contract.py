@@ -23,6 +23,7 @@ FACTORIES = {
     "expansion": lambda: ExpansionRetriever(BM25Retriever(), PseudoRelevanceFeedback()),
     "current": lambda: ExcludeOutdated(HybridRetriever()),
     "contextual": lambda: ContextualRetriever(BM25Retriever()),
+    "contextual_cap": lambda: ContextualRetriever(BM25Retriever(), neighbour_words=1),
     "contextual_hybrid": lambda: HybridRetriever([ContextualRetriever(BM25Retriever()), VectorRetriever()],
                                                  fusion=WeightedSum(normalization="zscore")),
 }

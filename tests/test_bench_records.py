@@ -67,8 +67,31 @@ def test_every_record_names_its_run():
     _check_provenance(_record("compare_builtins")["provenance"], "compare_builtins.json")
     for n, run in enumerate(_record("locomo")["runs"]):
         _check_provenance(run["provenance"], f"locomo.json runs[{n}]")
-    for name in ("layered_local", "layered_local_locomo", "answers_local", "scale_cycled_sessions", "replay_warm"):
+    for name in ("layered_local", "layered_local_locomo", "answers_local", "scale_cycled_sessions", "replay_warm",
+                 "keep_rate_sweep", "embedding_gemm"):
         _check_provenance(_record(name)["provenance"], f"{name}.json")
+
+
+def test_the_keep_rate_sweep_record_holds_its_own_check():
+    """keep_rate_sweep.json: both sweeps measured and their tables equal, the ratios their
+    seconds' quotient, over every LoCoMo probe of the conversations it names."""
+    record = _record("keep_rate_sweep")
+    assert set(record["results"]) == {"yes", "no"} and record["tables_equal"] is True
+    for r in record["results"].values():
+        assert r["one_run_s"] > 0 and abs(r["ratio"] - r["sweep_s"] / r["one_run_s"]) < 1e-9
+    assert record["conversations"] == 10 and record["probes"] == 1986
+    assert file_sha256(locomo_path()) in record["provenance"]["data"].values()
+
+
+def test_the_gemm_record_reads_its_rates_off_its_own_figures():
+    """embedding_gemm.json: each row's efficiency is its real-token linear FLOPs over its
+    seconds over the better of the two GEMM rates timed beside it (the docstring's model)."""
+    record = _record("embedding_gemm")
+    assert any(r["embedder"].startswith("e5 (torch)") for r in record["rows"])
+    for r in record["rows"]:
+        gemm = max(r["gemm_numpy"], r["gemm_torch"])
+        assert abs(r["efficiency_real"] - r["gflop_linear_real"] / r["seconds"] / gemm) < 1e-9
+        assert r["efficiency_all"] >= r["efficiency_real"] > 0 and r["n"] == record["n_per_bin"]
 
 
 def test_the_warm_replay_record_holds_its_own_checks():

@@ -133,7 +133,7 @@ DOCUMENTS = {"README.md": {"strategies", "notebooks"},
              "bench/README.md": {"locomo_categories"},
              "docs/distributed.md": {"scale_tokens"},
              "BENCHMARKS.md": {"layered_local", "local_llm_judges", "local_llm_costs", "scale_cycled_sessions",
-                               "scale_tokens", "replay_warm"}}
+                               "scale_tokens", "replay_warm", "keep_rate_sweep", "embedding_gemm"}}
 
 
 def _marked_files() -> set[str]:

@@ -273,6 +273,11 @@ def describe_provenance(p: dict[str, Any], load: list[float] | None = None) -> s
             f"Python {pk['python']}" + (f", load average {load[0]:.1f} at start and {load[1]:.1f} at end" if load else ""))
 
 
+def record_line(name: str, data: dict[str, Any]) -> str:
+    """The line that names a timing record and the run that made it (load average included)."""
+    return f"Record `bench/results/{name}.json`: {describe_provenance(data['provenance'], data.get('load_avg_1m'))}."
+
+
 def describe_run(run: dict[str, Any], seconds: bool = False) -> str:
     """One sentence on where a LoCoMo run's figures come from."""
     text = describe_provenance(run["provenance"], run.get("load_avg_1m"))
@@ -385,8 +390,7 @@ def render_scale_cycled_sessions(_: str = "") -> str:
                      f"{r['peak_mb']:.0f} | {_num(step, '.2f')} | {_num(cpu, '.2f')} |")
     lines += ["", "Least-squares slope over every size: " + ", ".join(
         f"{name} {s['total']:.2f} (CPU {s['cpu']:.2f})" for name, s in data["slopes"].items()) + ".",
-        "", f"Record `bench/results/scale_cycled_sessions.json`: "
-            f"{describe_provenance(data['provenance'], data['load_avg_1m'])}."]
+        "", record_line("scale_cycled_sessions", data)]
     return "\n" + "\n".join(lines) + "\n"
 
 
@@ -407,8 +411,7 @@ def render_keep_rate_sweep(_: str = "") -> str:
                       + ("met." if shipped["ratio"] <= target else "missed.")]
     if data["tables_equal"]:
         lines += ["", "The declared and cleared sweeps' tables are equal (every column but `latency_ms`)."]
-    lines += ["", "Record `bench/results/keep_rate_sweep.json`: "
-                  f"{describe_provenance(data['provenance'], data['load_avg_1m'])}."]
+    lines += ["", record_line("keep_rate_sweep", data)]
     return "\n" + "\n".join(lines) + "\n"
 
 
@@ -433,8 +436,7 @@ def render_embedding_gemm(_: str = "") -> str:
         lines += ["", f"Target: e5 (torch) eff real >= {target:g}: {low:.2f}-{high:.2f} over the length bins, "
                       + ("met in every bin." if low >= target else
                          f"missed in {sum(r['efficiency_real'] < target for r in e5)} of {len(e5)} bins.")]
-    lines += ["", "Record `bench/results/embedding_gemm.json`: "
-                  f"{describe_provenance(data['provenance'], data['load_avg_1m'])}."]
+    lines += ["", record_line("embedding_gemm", data)]
     return "\n" + "\n".join(lines) + "\n"
 
 
@@ -473,8 +475,7 @@ def render_replay_warm(_: str = "") -> str:
         lines.append(f"- {k}: {v:.4g}" if isinstance(v, float) else f"- {k}: {v}")
     if data["errors"]:
         lines += ["", "Failed: " + "; ".join(f"{e['strategy']}: {e['error']}" for e in data["errors"]) + "."]
-    lines += ["", "Record `bench/results/replay_warm.json`: "
-                  f"{describe_provenance(data['provenance'], data['load_avg_1m'])}."]
+    lines += ["", record_line("replay_warm", data)]
     return "\n" + "\n".join(lines) + "\n"
 
 
@@ -544,8 +545,7 @@ def render_scale_tokens(_: str = "") -> str:
         + (f"failed: {s['error'].splitlines()[-1]}" if s.get("error") else
            f"predicted {s['predicted_s']} s over the budget of {o['budget']:.0f} s") + ")" for s in skipped)
         if skipped else f"none (budget {o['budget']:.0f} s a point).")]
-    lines += ["", "Record `bench/results/scale_tokens.json`: "
-                  f"{describe_provenance(data['provenance'], data['load_avg_1m'])}."]
+    lines += ["", record_line("scale_tokens", data)]
     return "\n" + "\n".join(lines) + "\n"
 
 

@@ -32,7 +32,7 @@ def test_passes_the_check_suite_against_a_served_memory(service: MemoryService) 
     done = ["context", "asking_changes_nothing"]
     assert check_strategy(strategies.get("http_memory", base_url=service.base_url))[9:] == done
     assert check_strategy(strategies.get("http_memory"))[9:] == done  # memlab's own service
-    assert check_retriever(HTTPMemoryRetriever(base_url=service.base_url))[-1] == "params_unchanged_by_use"
+    assert check_retriever(HTTPMemoryRetriever(base_url=service.base_url))[-1] == "search_depth_serves_its_prefix"
 
 
 def test_requests_have_mem0s_shape_and_results_map_to_turns(service: MemoryService) -> None:

@@ -23,7 +23,7 @@ def _records(texts: list[str]) -> list[MemoryRecord]:
 def test_passes_the_check_suites() -> None:
     assert check_strategy(strategies.get("langchain_ensemble"))[9:] == [
         "context", "asking_changes_nothing"]  # the generic checks, then one chosen by capabilities
-    assert check_retriever(LangChainEnsembleRetriever())[-1] == "params_unchanged_by_use"
+    assert check_retriever(LangChainEnsembleRetriever())[-1] == "search_depth_serves_its_prefix"
 
 
 def test_scores_are_langchains_weighted_rrf_computed_by_hand() -> None:

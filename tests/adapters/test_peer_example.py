@@ -27,7 +27,7 @@ def example() -> ModuleType:
 def test_passes_the_check_suite(example: ModuleType) -> None:
     assert check_strategy(strategies.get("rank_bm25"))[9:] == [
         "context", "asking_changes_nothing"]  # the generic checks, then one chosen by capabilities
-    assert check_retriever(example.RankBM25Retriever())[-1] == "params_unchanged_by_use"
+    assert check_retriever(example.RankBM25Retriever())[-1] == "search_depth_serves_its_prefix"
 
 
 def test_scores_are_bm25okapis(example: ModuleType) -> None:

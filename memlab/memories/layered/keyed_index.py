@@ -154,7 +154,8 @@ class KeyedIndex:
         """The memories ``ids`` as stored now: read once while nothing could change them
         (``version`` and ``recalls`` unchanged; the replay's deeper lists of one probe read
         each memory once), read again after any write or recall."""
-        state = (long_term, long_term.version, long_term.recalls)
+        # ``search`` has just synced: ``_synced`` holds this store and its version
+        state = (self._synced, long_term.recalls)
         if self._read is None or self._read[0] != state:
             self._read = (state, {})
         known = self._read[1]

@@ -302,7 +302,7 @@ def parse_selection(text: str, n_items: int) -> list[int]:
 
 
 # -- judge prompts (memlab.eval.answers.LLMJudge) ------------------------------------------
-#: The mem0 paper's LLM-as-judge: generous about wording and length.
+#: A lenient LLM-as-judge (the kind mem0's evaluation uses): generous about wording and length.
 LENIENT_JUDGE_PROMPT = """Your task is to label an answer to a question as "CORRECT" or "WRONG".
 You are given a question, a gold (ground truth) answer, and a generated answer.
 Be generous: if the generated answer mentions the same topic or fact as the gold answer,
@@ -350,7 +350,7 @@ JUDGE_PROMPTS: dict[str, str] = {"lenient": LENIENT_JUDGE_PROMPT_WORD, "strict":
 # table names the set that made it as ``name@version`` (``JudgePromptSet.id``). A set's text
 # never changes under its version; a changed text is a new version (tests pin each digest).
 
-#: LongMemEval's judge prompts (Wu et al., ICLR 2025), byte for byte as its evaluation code
+#: LongMemEval's judge prompts, byte for byte as LongMemEval's own evaluation code
 #: (``get_anscheck_prompt``, commit 9e0b455f1ef0) writes them; every word is below. Fields are
 #: positional: ``template.format(question, answer, response)``. Lines are split for reading only.
 # single-session-user, single-session-assistant, multi-session
@@ -520,10 +520,10 @@ class JudgePromptSet:
 
 
 LENIENT_JUDGE_V1 = JudgePromptSet("lenient", "v1", {ANY_TYPE: LENIENT_JUDGE_PROMPT},
-                                  source="memlab's wording of the mem0 paper's LLM-as-judge")
+                                  source="memlab's wording of a lenient LLM-as-judge, after mem0's")
 STRICT_JUDGE_V1 = JudgePromptSet("strict", "v1", {ANY_TYPE: STRICT_JUDGE_PROMPT}, source="memlab")
 LENIENT_JUDGE = JudgePromptSet("lenient", "v2", {ANY_TYPE: LENIENT_JUDGE_PROMPT_WORD}, reply="word",
-                               source="memlab's wording of the mem0 paper's LLM-as-judge, one-word reply")
+                               source="memlab's wording of a lenient LLM-as-judge, after mem0's, one-word reply")
 STRICT_JUDGE = JudgePromptSet("strict", "v2", {ANY_TYPE: STRICT_JUDGE_PROMPT_WORD}, reply="word",
                               source="memlab, one-word reply")
 LONGMEMEVAL_JUDGE = JudgePromptSet(

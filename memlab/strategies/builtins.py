@@ -3,7 +3,8 @@ memlab's memory strategies (``builtin``), the references (``reference``: ``oracl
 ``full_context``, classes of ``reference``), LongMemEval's flat BM25 retriever reproduced
 (``published``: ``flat_bm25``), all ``offline`` (the tags: ``memlab.strategies.registry.TAGS``). A new
 built-in is one registration here; the sweep of every built-in
-(experiments/compare_builtins.toml), ``memlab strategies --tag``, the docs' list and the tests
+(experiments/compare_builtins.toml), ``memlab strategies --tag``, the strategy lists that
+``scripts/readme_results.py`` renders into README.md and docs/architecture.md, and the tests
 read the tags. The parts the recipes assemble are in ``parts``, ``sessions`` and
 ``recall_plus``; embedders and LLMs by name in ``memlab.embeddings.named`` and
 ``memlab.offline.named``.
@@ -128,7 +129,8 @@ def hybrid_decay(embedder: Any = "e5", weights: list[float] | None = None, decay
     ``embedder`` is one embedder name (or a list of them) for the dense side of
     ``hybrid_plus`` ("e5" by default, like ``hybrid_plus``: its weights ship with the ``e5``
     extra, so it runs offline; "hashing" needs no model, but the prior does not pay with it:
-    on the shipped knowledge-update questions it loses 5.9 points of recall@5 to no decay).
+    on the shipped knowledge-update questions it scores below no decay, as
+    ``bench/bench_locomo.py --dataset datasets --format native`` prints).
     Scores are re-ranked by ``DecayRetriever(combine="prior")``: relevance divided by the
     best one plus ``decay_weight`` times Ebbinghaus retention ``exp(-t / S)``, with ``t`` the
     age as a fraction of the dialogue's span (so months-apart sessions do not let recency
@@ -160,8 +162,8 @@ def layered(llm: Any = None, max_turns: int | None = 10, keep_recent: int = 4, t
 
     Long-term memory keeps every turn as an event next to the extracted facts
     (``Update(keep_events=True)``; folded chunks are not archived as summaries there, since
-    their turns are kept verbatim: on LoCoMo the summaries cost 2.5 points of recall@512tok
-    as units competing for the budget) and is searched by ``hybrid_plus``'s retriever
+    their turns are kept verbatim: on LoCoMo the summaries, as units competing for the
+    token budget, lowered recall@512tok) and is searched by ``hybrid_plus``'s retriever
     (``embedder`` as for ``longterm``: "e5" by default, None for ``bm25_plus``'s contextual
     BM25 alone) over fact-augmented keys: each turn indexed with the facts extracted from
     it (``Retrieve(retriever=...)``, ``KeyedIndex``). The context is unbudgeted unless

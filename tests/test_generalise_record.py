@@ -142,7 +142,8 @@ def test_the_parts_act_on_real_data(locomo):
     dataset, _ = locomo
     small = dataset.subset(dialogues=2)
     changes = {"session_weight": 0.0, "time_weight": 0.0, "window_decay": 0.0, "keyphrase_weight": 0,
-               "diversity": 0.5, "neighbour_words": 32}  # each part the default uses off, the ones it leaves off on
+               "diversity": 0.5, "neighbour_words": 32, "turn_weight": 1.0,
+               "b": 1.0}  # each part the default uses off, the ones it leaves off on
     base = replay(strategies.get("recall_plus"), small, ks=(5,), k_max=5)
     assert 0.5 < base["recall@5"].mean() <= 1.0
     for param, value in changes.items():

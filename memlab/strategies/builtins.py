@@ -272,7 +272,9 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
                 candidates: int = 100,
                 before: int = 2, after: int = 1, own_weight: int = 2, date: bool = True,
                 chinese: str = "char+bigram",
-                neighbour_words: int | None = DEFAULTS["neighbour_words"]) -> RetrievalStrategy:
+                neighbour_words: int | None = DEFAULTS["neighbour_words"],
+                k1: float = DEFAULTS["k1"], b: float = DEFAULTS["b"],
+                turn_weight: float = DEFAULTS["turn_weight"]) -> RetrievalStrategy:
     """The default chosen to generalise: contextual BM25 (dense retrievers fused in when
     ``embedders`` names some, e.g. ``["e5"]``) over keyphrase-augmented keys, with
     adjacent-turn windows, session-plus-turn fusion and time-aware query expansion; session
@@ -287,9 +289,13 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
     ``window_radius``), and the keys (``bm25_plus``'s contextual BM25, keyphrases added
     ``keyphrase_weight`` times). A part at weight 0 is left out. No model unless
     ``embedders`` names one; no LLM (an LLM reranker is not part of it). ``neighbour_words``
-    (off by default) cuts each neighbour in a turn's key to its first words.
+    (off by default) cuts each neighbour in a turn's key to its first words; ``turn_weight``
+    (0, off, by default) fuses a second BM25 over each turn's own text with the keys
+    (minmax(keys) + turn_weight * minmax(own)); ``k1`` and ``b`` are the keys' BM25
+    parameters.
     """
     return RetrievalStrategy(retriever=recall_plus_retriever(
         embedders, weights, session_weight, session_pull, time_weight, time_slack_days, window_decay, window_radius,
-        keyphrase_weight, diversity, candidates, before, after, own_weight, date, chinese, neighbour_words),
+        keyphrase_weight, diversity, candidates, before, after, own_weight, date, chinese, neighbour_words, k1, b,
+        turn_weight),
         candidates=candidates)

@@ -6,8 +6,12 @@ which is how the ablation removes it):
 1. keys: ``bm25_plus``'s contextual BM25 (a turn indexed with its neighbours and date;
    each neighbour cut to its first ``neighbour_words`` words when that is set, so long
    messages do not swamp a turn's own words), over keyphrase-augmented texts
-   (``KeyphraseRetriever``, ``keyphrase_weight``), fused with dense retrievers when
-   ``embedders`` names some (``hybrid_plus``'s weighted sum);
+   (``KeyphraseRetriever``, ``keyphrase_weight``), BM25's ``k1`` and ``b``; with
+   ``turn_weight`` > 0, own-turn keys: a second BM25 over each turn's own text, fused as
+   minmax(contextual) + turn_weight * minmax(own) over each one's top ``candidates``
+   (``WeightedSum``), so that a long neighbour cannot bury a turn whose own words match;
+   then fused with dense retrievers when ``embedders`` names some (``hybrid_plus``'s
+   weighted sum);
 2. adjacent-turn windows: a hit's score spreads to the turns beside it
    (``NeighbourWindowRetriever``, ``window_decay``, ``window_radius``);
 3. session-plus-turn fusion: a session's BM25 score lifts its turns
@@ -42,6 +46,9 @@ DEFAULTS: dict[str, Any] = {
     "keyphrase_weight": 1,
     "diversity": 0.0,
     "neighbour_words": None,
+    "k1": 1.5,
+    "b": 0.75,
+    "turn_weight": 0.0,
 }
 
 
@@ -56,7 +63,9 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
                           diversity: float = DEFAULTS["diversity"], candidates: int = 100, before: int = 2,
                           after: int = 1, own_weight: int = 2,
                           date: bool = True, chinese: str = "char+bigram",
-                          neighbour_words: int | None = DEFAULTS["neighbour_words"]):
+                          neighbour_words: int | None = DEFAULTS["neighbour_words"],
+                          k1: float = DEFAULTS["k1"], b: float = DEFAULTS["b"],
+                          turn_weight: float = DEFAULTS["turn_weight"]):
     """The retriever of ``recall_plus`` (see the module docstring)."""
     from ..retrieval import BM25Retriever, ContextualRetriever, HybridRetriever, VectorRetriever, WeightedSum
     from ..retrieval.keyphrases import KeyphraseRetriever
@@ -64,13 +73,17 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
     from ..retrieval.temporal import TimeBoostRetriever
 
     if keyphrase_weight:
-        lexical: Any = ContextualRetriever(KeyphraseRetriever(BM25Retriever(tokenizer=strong_tokenizer(chinese)),
-                                                              weight=keyphrase_weight),
+        keys = BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b)
+        lexical: Any = ContextualRetriever(KeyphraseRetriever(keys, weight=keyphrase_weight),
                                            before=before, after=after, own_weight=own_weight, date=date,
                                            neighbour_words=neighbour_words)
     else:
-        lexical = contextual_bm25(before=before, after=after, own_weight=own_weight, date=date, chinese=chinese,
+        lexical = contextual_bm25(k1, b, before=before, after=after, own_weight=own_weight, date=date, chinese=chinese,
                                   neighbour_words=neighbour_words)
+    if turn_weight > 0:
+        own = BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b)
+        lexical = HybridRetriever([lexical, own], fusion=WeightedSum(normalization="minmax"),
+                                  weights=[1.0, turn_weight], candidates=candidates)
     names = list(embedders or [])
     retriever: Any = lexical
     if names:

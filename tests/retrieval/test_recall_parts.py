@@ -198,3 +198,31 @@ def test_a_session_wrapper_of_a_filled_retriever_holds_each_turn_once(make):
     assert all(len(ids) == len(set(ids)) for ids in taken_over._sessions.members.values())
     assert [(h.id, h.score) for h in taken_over.search("pasta sauce", 5)] == \
         [(h.id, h.score) for h in added.search("pasta sauce", 5)]
+
+
+def test_own_turn_keys_formula():
+    """turn_weight: minmax(contextual keys) + turn_weight * minmax(BM25 over the turn's own
+    text), each over its own candidates; b reaches both BM25s; off at 0."""
+    from memlab.retrieval import ContextualRetriever, HybridRetriever
+
+    plain = strategies.get("recall_plus", session_weight=0, time_weight=0, window_decay=0, keyphrase_weight=0,
+                           b=1.0)
+    assert isinstance(plain.retriever, ContextualRetriever) and plain.retriever.retriever.b == 1.0
+    s = strategies.get("recall_plus", session_weight=0, time_weight=0, window_decay=0, keyphrase_weight=0,
+                       turn_weight=0.5, b=1.0)
+    assert isinstance(s.retriever, HybridRetriever)
+    keys, own = s.retriever.retrievers
+    assert isinstance(keys, ContextualRetriever) and type(own) is BM25Retriever and own.b == keys.retriever.b == 1.0
+    s.retriever.add(records())
+    query = "pasta sauce"
+    k = {h.id: h.score for h in keys.search(query, 100)}
+    o = {h.id: h.score for h in own.search(query, 100)}
+
+    def mm(d, i):
+        lo, hi = min(d.values()), max(d.values())
+        return (d[i] - lo) / (hi - lo) if i in d and hi > lo else 0.0
+
+    hits = s.retriever.search(query, 10)
+    assert hits and {h.id for h in hits} == set(k) | set(o)
+    for h in hits:
+        assert h.score == pytest.approx(mm(k, h.id) + 0.5 * mm(o, h.id))

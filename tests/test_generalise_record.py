@@ -86,6 +86,21 @@ def test_the_targets_are_read_off_the_record(rr):
     assert not any("longmemeval" in line for line in lines)
 
 
+def test_the_oracle_row_is_a_ceiling_never_the_best(rr):
+    """The gold evidence in dialogue order stands beside each target as what a perfect
+    ranking reaches; the best row is chosen among the strategies."""
+    cats = {"a": {"recall@5": 50.0, "recall@512tok": 90.0, "n_scored": 10}}
+    rows = {"oracle": {"recall@5": 97.0, "recall@512tok": 88.0},
+            "recall_plus": {"recall@5": 70.0, "recall@512tok": 80.0, "categories": cats},
+            "hybrid_plus": {"recall@5": 72.0, "recall@512tok": 79.0}}
+    bench = {"locomo": {"table": rows}, "beam:100K": {"table": {"oracle": {"recall@5": 95.0, "recall@512tok": 86.0},
+                                                              "recall_plus": rows["recall_plus"]}}}
+    lines = rr.generalise_targets(bench)
+    assert "(best `hybrid_plus` 72.0; gold evidence first, `oracle`: 97.0); shortfall" in lines[2]
+    assert "(best `recall_plus` 80.0; gold evidence first, `oracle`: 88.0); shortfall" in lines[3]
+    assert "0.0 points below, met (gold evidence first, `oracle`: 95.0); shortfall" in lines[4]
+
+
 def test_the_tuned_default_is_recall_plus_default():
     from memlab.strategies.recall_plus import DEFAULTS
 

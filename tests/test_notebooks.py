@@ -29,7 +29,7 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 EXPECTED = ["01_quickstart.ipynb", "02_keep_rate_sweep.ipynb", "03_hybrid_vs_vector.ipynb", "04_decay.ipynb",
             "05_layered_memory.ipynb", "06_peers.ipynb", "07_lifecycle.ipynb", "08_longmemeval.ipynb",
-            "09_error_analysis.ipynb", "10_answers.ipynb", "11_beam.ipynb"]
+            "09_error_analysis.ipynb", "10_answers.ipynb", "11_beam.ipynb", "12_generalise.ipynb"]
 CELL_TIMEOUT = 240  # seconds per cell; a healthy run takes a few
 #: What a result typed into markdown looks like: a three-decimal figure ("recalls 0.444") or a
 #: count of probes ("70 of 72"). Results are printed by the cell that computes them.
@@ -72,9 +72,12 @@ NOTEBOOK_PARAMETERS["08_longmemeval.ipynb"] = {"questions": 30}
 DATA = {"LoCoMo": paths.locomo_path, "LongMemEval": paths.longmemeval_path, "BEAM": paths.beam_path}
 NEEDS_DATA = {"08_longmemeval.ipynb": ("LongMemEval",),
               "10_answers.ipynb": ("LoCoMo", "LongMemEval"),  # its answer slices: a LoCoMo and a LongMemEval one
-              "11_beam.ipynb": ("BEAM",)}
+              "11_beam.ipynb": ("BEAM",),
+              "12_generalise.ipynb": ("LoCoMo",)}  # its live part; the rest reads bench/results/generalise.json
 # BEAM (notebook 11): one 100K conversation replayed live; the full runs are read from the bench record
 NOTEBOOK_PARAMETERS["11_beam.ipynb"] = {"conversations": 1}
+# notebook 12: the default and one variant replayed on one LoCoMo conversation
+NOTEBOOK_PARAMETERS["12_generalise.ipynb"] = {"conversations": 1}
 
 
 def _parameters_cell(nb: nbformat.NotebookNode) -> int:

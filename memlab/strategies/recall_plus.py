@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import ConfigError
 from ..embeddings.named import make_embedder
 from .parts import contextual_bm25, strong_tokenizer
 
@@ -80,6 +81,8 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
     else:
         lexical = contextual_bm25(k1, b, before=before, after=after, own_weight=own_weight, date=date, chinese=chinese,
                                   neighbour_words=neighbour_words)
+    if not isinstance(turn_weight, (int, float)) or isinstance(turn_weight, bool) or turn_weight < 0:
+        raise ConfigError(f"recall_plus parameter 'turn_weight': expected a number >= 0 (0: off), got {turn_weight!r}")
     if turn_weight > 0:
         own = BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b)
         lexical = HybridRetriever([lexical, own], fusion=WeightedSum(normalization="minmax"),

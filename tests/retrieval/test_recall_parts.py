@@ -226,3 +226,7 @@ def test_own_turn_keys_formula():
     assert hits and {h.id for h in hits} == set(k) | set(o)
     for h in hits:
         assert h.score == pytest.approx(mm(k, h.id) + 0.5 * mm(o, h.id))
+    from memlab.base import ConfigError
+
+    with pytest.raises(ConfigError, match="'turn_weight': expected a number >= 0"):
+        strategies.get("recall_plus", turn_weight=-1.0)

@@ -378,7 +378,7 @@ _LME_KNOWLEDGE_UPDATE = (  # knowledge-update: the updated answer counts
     "Question: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\n"
     "Is the model response correct? Answer yes or no only.")
 # single-session-preference: the gold is a rubric
-_LME_PREFERENCE = (  # single-session-preference: a rubric, not an answer
+_LME_PREFERRED = (  # single-session-preference: a rubric, not an answer
     "I will give you a question, a rubric for desired personalized response, and a response from a model. "
     "Please answer yes if the response satisfies the desired response. Otherwise, answer no. "
     "The model does not need to reflect all the points in the rubric. "
@@ -530,7 +530,7 @@ LONGMEMEVAL_JUDGE = JudgePromptSet(
     "longmemeval", "v1",
     {"single-session-user": _LME_BASIC, "single-session-assistant": _LME_BASIC, "multi-session": _LME_BASIC,
      "temporal-reasoning": _LME_TEMPORAL, "knowledge-update": _LME_KNOWLEDGE_UPDATE,
-     "single-session-preference": _LME_PREFERENCE, ABSTENTION: _LME_ABSTENTION},
+     "single-session-preference": _LME_PREFERRED, ABSTENTION: _LME_ABSTENTION},
     protocol="yes/no", max_tokens=10, reply="word",  # LongMemEval's evaluation asks for 10 tokens
     source="LongMemEval's own judge prompts (its get_anscheck_prompt, commit 9e0b455f1ef0), byte for byte")
 

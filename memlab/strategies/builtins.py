@@ -35,10 +35,10 @@ from .retrieval import RetrievalStrategy
 from .sessions import SessionPriorStrategy, SessionStrategy
 
 #: The tags of memlab's memory strategies, of the references and of the published baseline.
-BUILTIN, REFERENCE, PUBLISHED = ("builtin", "offline"), ("reference", "offline"), ("published", "offline")
+BUILTIN, YARDSTICK, PUBLISHED = ("builtin", "offline"), ("reference", "offline"), ("published", "offline")
 
-registry.register("oracle", OracleStrategy, tags=REFERENCE)
-registry.register("full_context", FullContextStrategy, tags=REFERENCE)
+registry.register("oracle", OracleStrategy, tags=YARDSTICK)
+registry.register("full_context", FullContextStrategy, tags=YARDSTICK)
 registry.register("flat_bm25", FlatBM25Strategy, tags=PUBLISHED)
 
 

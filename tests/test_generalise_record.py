@@ -198,3 +198,36 @@ def test_rows_in_parallel_keep_their_order_and_the_chained_rows_share_a_process(
     assert list(parallel) == ["dense a", "lexical", "dense b"]
     assert set(serial.values()) == {os.getpid()} and os.getpid() not in parallel.values()
     assert parallel["dense a"] == parallel["dense b"]
+
+
+def test_the_three_benchmark_tuning_reads_back_its_choice():
+    """generalise_tuning_beam.json: BEAM 500K's development conversations in the objective, the
+    100K set untouched, a clean run, and its default recomputed from its own figures: each
+    fold's path keeps the best objective at every step, and the default is the folds' common
+    choice or, when they differ, the best mean of the three benchmarks' figures on all ten
+    LoCoMo conversations among the configurations tried."""
+    record = json.loads((REPO / "bench" / "results" / "generalise_tuning_beam.json").read_text(encoding="utf-8"))
+    p = record["provenance"]
+    assert p["status"] == "complete" and p["git_dirty"] is False
+    assert record["beam_dev"]["size"] == "500K" and record["beam_dev"]["conversations"] == [str(i) for i in range(1, 9)]
+    assert any("/500K/" in f for f in p["data"]) and not any("/100K/" in f for f in p["data"])
+    assert [g["part"] for g in record["grid"]][-3:] == ["neighbour cap", "own-turn keys", "BM25 b"]
+    for fold in record["folds"].values():
+        for step in fold["steps"]:
+            best = max(t["objective"] for t in step["tried"])
+            kept = next(t for t in step["tried"] if t["objective"] == best)
+            assert all(kept["config"][k] == v for k, v in step["kept"].items())
+            for t in step["tried"]:
+                three = (t["locomo_train"]["J"] + t["longmemeval"]["J"] + t["beam_dev"]["J"]) / 3
+                assert abs(three - t["objective"]) < 1e-3
+    configs = record["configurations"]
+
+    def everywhere(k: str) -> float:
+        c = configs[k]
+        return (c["locomo_all"]["J"] + c["longmemeval"]["J"] + c["beam_dev"]["J"]) / 3
+
+    chosen = [f["chosen"] for f in record["folds"].values()]
+    if chosen[0] == chosen[1]:
+        assert record["default"] == chosen[0]
+    else:
+        assert json.dumps(dict(sorted(record["default"].items()))) == max(configs, key=everywhere)

@@ -110,8 +110,9 @@ def beam_figures(config: dict[str, Any]) -> dict[str, Any]:
     from memlab.eval.dataset import Dataset
     from memlab.eval.loaders.beam import load_beam
 
-    dialogues = [d for p in beam_dev_paths() for d in load_beam(str(p)).dialogues]
-    dataset = Dataset(name="beam", dialogues=dialogues, source_path=str(beam_dev_paths()[0].parent))
+    paths = beam_dev_paths()
+    dialogues = [d for p in paths for d in load_beam(str(p)).dialogues]
+    dataset = Dataset(name="beam", dialogues=dialogues, source_path=str(paths[0].parent))
     start = time.perf_counter()
     rows = replay(strategies.get("recall_plus", **config), dataset, ks=(5, 10), k_max=10, budgets=(512,))
     seconds = time.perf_counter() - start
@@ -144,13 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", default=None)
     args = ap.parse_args(argv)
     from memlab.eval import load_any
+    from memlab.eval.loaders.beam import conversation_files
     from memlab.eval.paths import LONGMEMEVAL_S, locomo_path, longmemeval_path
     from memlab.eval.provenance import run_provenance
 
     locomo = locomo_path()
     dataset = load_any(locomo, "locomo")
-    from memlab.eval.loaders.beam import conversation_files
-
     beam_files = [f for p in beam_dev_paths() for f in conversation_files(p)]
     provenance = run_provenance(data=[locomo, longmemeval_path(LONGMEMEVAL_S), *beam_files])
     lme_cache: dict[str, Any] = {}

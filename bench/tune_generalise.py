@@ -23,11 +23,10 @@ Protocol (issue 32, "honest tuning"):
 - Reported: each fold's choice scored on its held-out conversations (the
   leave-conversations-out estimate, pooled over the two folds by question).
 
-Records: ``bench/results/generalise_tuning.json`` is the run over LoCoMo and LongMemEval
-alone (before BEAM and the long-message parts joined), whose choice ``recall_plus``'s
-``DEFAULTS`` still hold; ``bench/results/generalise_tuning_beam.json`` is this protocol's run.
-Its choice becomes the default together with a re-record of every record that names
-``recall_plus`` (their configuration hashes change with the defaults).
+Records: ``bench/results/generalise_tuning.json`` is this protocol's run, whose choice
+``recall_plus``'s ``DEFAULTS`` hold; ``bench/results/generalise_tuning_locomo_lme.json`` is the
+earlier run over LoCoMo and LongMemEval alone (before BEAM and the long-message parts joined),
+kept for comparison: its choice was the default before this one.
 """
 
 from __future__ import annotations

@@ -201,12 +201,12 @@ def test_rows_in_parallel_keep_their_order_and_the_chained_rows_share_a_process(
 
 
 def test_the_three_benchmark_tuning_reads_back_its_choice():
-    """generalise_tuning_beam.json: BEAM 500K's development conversations in the objective, the
+    """generalise_tuning.json: BEAM 500K's development conversations in the objective, the
     100K set untouched, a clean run, and its default recomputed from its own figures: each
     fold's path keeps the best objective at every step, and the default is the folds' common
     choice or, when they differ, the best mean of the three benchmarks' figures on all ten
     LoCoMo conversations among the configurations tried."""
-    record = json.loads((REPO / "bench" / "results" / "generalise_tuning_beam.json").read_text(encoding="utf-8"))
+    record = json.loads(TUNING.read_text(encoding="utf-8"))
     p = record["provenance"]
     assert p["status"] == "complete" and p["git_dirty"] is False
     assert record["beam_dev"]["size"] == "500K" and record["beam_dev"]["conversations"] == [str(i) for i in range(1, 9)]

@@ -275,10 +275,11 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
                 neighbour_words: int | None = DEFAULTS["neighbour_words"],
                 k1: float = DEFAULTS["k1"], b: float = DEFAULTS["b"],
                 turn_weight: float = DEFAULTS["turn_weight"]) -> RetrievalStrategy:
-    """The default chosen to generalise: contextual BM25 (dense retrievers fused in when
-    ``embedders`` names some, e.g. ``["e5"]``) over keyphrase-augmented keys, with
-    adjacent-turn windows, session-plus-turn fusion and time-aware query expansion; session
-    diversity is a part that can be turned on (the tuning left it off).
+    """The default chosen to generalise: contextual BM25 with long-message keys (neighbours cut
+    to 32 words, own-turn keys fused in, BM25 b = 1; dense retrievers fused in when
+    ``embedders`` names some, e.g. ``["e5"]``), session-plus-turn fusion and a light
+    time-aware query expansion; keyphrase keys, adjacent-turn windows and session diversity
+    are parts that can be turned on (the tuning left them off).
 
     Scores, outermost first: ``TimeBoostRetriever`` (s + time_weight * s_max when the turn's
     date is in a range the question names, widened by ``time_slack_days``),
@@ -289,9 +290,9 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
     ``window_radius``), and the keys (``bm25_plus``'s contextual BM25, keyphrases added
     ``keyphrase_weight`` times). A part at weight 0 is left out. No model unless
     ``embedders`` names one; no LLM (an LLM reranker is not part of it). ``neighbour_words``
-    (off by default) cuts each neighbour in a turn's key to its first words; ``turn_weight``
-    (0, off, by default) fuses a second BM25 over each turn's own text with the keys
-    (minmax(keys) + turn_weight * minmax(own)); ``k1`` and ``b`` are the keys' BM25
+    (None turns it off) cuts each neighbour in a turn's key to its first words;
+    ``turn_weight`` (0 turns it off) fuses a second BM25 over each turn's own text with the
+    keys (minmax(keys) + turn_weight * minmax(own)); ``k1`` and ``b`` are the keys' BM25
     parameters.
     """
     return RetrievalStrategy(retriever=recall_plus_retriever(

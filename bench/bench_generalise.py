@@ -32,16 +32,16 @@ N`` runs the rows in N processes side by side (the dense rows one after another 
 them, so the cache is filled once): the figures are the same, each row's ``ms/q`` is then
 measured on cores it shares (the section records ``workers`` and the load average).
 
-The ablation rows are ``recall_plus`` with one part changed: "- part" sets a part the
-default uses to weight 0; "+ part" turns on, at the setting the tuning tried, a part the
-default leaves off ("+ neighbour cap", neighbours cut to 32 words in a turn's key, is not in
-the tuning's grid: see ``PARTS``; nor are "+ own-turn keys", a second BM25 over the turn's own
-text fused with the contextual keys, "+ BM25 b=1", full length normalisation, and "+
-long-message keys", the three changes for long messages together). On LoCoMo-format data
-the same rows are measured over e5-fused keys
-(``recall_plus[e5]``), with one more: MiniLM fused beside e5 (dual embedders). Each row is measured at equal tokens (``recall@512tok``,
-``recall@1024tok``) besides at 5 units; the difference of its ``ms/q`` to the default's is
-the part's cost per question.
+The ablation rows are ``recall_plus`` with one part changed: "- part" turns off a part the
+default uses (weight 0; for the neighbour cap no cap, for BM25 b=1 the usual b=0.75); "+
+part" turns on, at a setting the tuning tried, a part the default leaves off. The
+long-message parts are the neighbour cap (each neighbour in a turn's key cut to 32 words),
+own-turn keys (a second BM25 over the turn's own text fused with the contextual keys) and
+BM25 b=1 (full length normalisation); "- long-message keys" turns the three off together. On
+LoCoMo-format data the same rows are measured over e5-fused keys (``recall_plus[e5]``), with
+one more: MiniLM fused beside e5 (dual embedders). Each row is measured at equal tokens
+(``recall@512tok``, ``recall@1024tok``) besides at 5 units; the difference of its ``ms/q``
+to the default's is the part's cost per question.
 
 ``--record FILE`` writes each benchmark's section (its provenance taken before the run:
 commit, command, date, machine, packages, the data files' sha256) into FILE, replacing
@@ -95,12 +95,10 @@ PARTS = {
     "time boost": {"time_weight": 0.3},
     "neighbour window": {"window_decay": 0.5},
     "keyphrase keys": {"keyphrase_weight": 1},
-    # not in the tuning's grid: 32 words is about a chat turn of the tuning data (median LoCoMo
-    # turn 20 words, LongMemEval user turn 31); 32 and 64 were also tried on BEAM 100K, which
-    # is therefore not untouched for this row (docs/results.md says so)
+    # the long-message parts, in bench/tune_generalise.py's grid since BEAM 500K's development
+    # conversations joined its objective (the BEAM 100K section stays held out): 32 words is
+    # about a chat turn of the tuning data (median LoCoMo turn 20 words, LongMemEval user turn 31)
     "neighbour cap": {"neighbour_words": 32},
-    # not in the tuning's grid either; found on BEAM 500K (8 conversations, long assistant
-    # messages), never on the BEAM 100K section, which stays held out for these rows
     "own-turn keys": {"turn_weight": 1.0},
     "BM25 b=1": {"b": 1.0},
     "long-message keys": {"turn_weight": 1.0, "b": 1.0, "neighbour_words": 32},

@@ -160,8 +160,12 @@ def test_recall_plus_is_registered_and_each_part_turns_off_at_zero():
 
     s = strategies.get("recall_plus")
     assert type(s.retriever).__name__ == "TimeBoostRetriever"
-    bare = strategies.get("recall_plus", session_weight=0, time_weight=0, window_decay=0, keyphrase_weight=0)
+    bare = strategies.get("recall_plus", session_weight=0, time_weight=0, window_decay=0, keyphrase_weight=0,
+                          turn_weight=0)
     assert isinstance(bare.retriever, ContextualRetriever)
+    default = [type(c).__name__ for c in s.retriever.components()]
+    assert {"SessionFusionRetriever", "HybridRetriever"} <= set(default)  # own-turn keys fused with the contextual
+    assert not {"NeighbourWindowRetriever", "KeyphraseRetriever"} & set(default)
     full = strategies.get("recall_plus", window_decay=0.5, keyphrase_weight=1)
     names = [type(c).__name__ for c in full.retriever.components()]
     assert {"SessionFusionRetriever", "NeighbourWindowRetriever", "KeyphraseRetriever"} <= set(names)
@@ -206,7 +210,7 @@ def test_own_turn_keys_formula():
     from memlab.retrieval import ContextualRetriever, HybridRetriever
 
     plain = strategies.get("recall_plus", session_weight=0, time_weight=0, window_decay=0, keyphrase_weight=0,
-                           b=1.0)
+                           turn_weight=0, b=1.0)
     assert isinstance(plain.retriever, ContextualRetriever) and plain.retriever.retriever.b == 1.0
     s = strategies.get("recall_plus", session_weight=0, time_weight=0, window_decay=0, keyphrase_weight=0,
                        turn_weight=0.5, b=1.0)

@@ -952,6 +952,27 @@ def generalise_targets(bench: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def render_evidence_overlap(_: str = "") -> str:
+    """How much of each question its evidence says in its words (bench/evidence_overlap.py),
+    per category, beside the default's recall@5 on the same questions (generalise.json)."""
+    data = load("evidence_overlap")
+    bench = load("generalise")["benchmarks"]
+    lines: list[str] = []
+    for key, b in data["benchmarks"].items():
+        default = bench.get(key, {}).get("table", {}).get("recall_plus", {})
+        cats = default.get("categories", {})
+        lines += [f"**{key}** ({b['all']['n']} questions with evidence):", "",
+                  "| category | questions | overlap | low | >= 5 rivals | median rivals | evidence words "
+                  "| `recall_plus` recall@5 |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for cat, c in sorted(b["categories"].items(), key=lambda kv: kv[1]["overlap"]) + [("all", b["all"])]:
+            recall = default.get("recall@5") if cat == "all" else cats.get(cat, {}).get("recall@5")
+            lines.append(f"| {cat} | {c['n']} | {c['overlap']:.2f} | {100 * c['low']:.0f}% | {100 * c['rivals_5']:.0f}% "
+                         f"| {c['rivals']:g} | {c['evidence_words']:.0f} | {_num(recall, '.1f')} |")
+        lines.append("")
+    lines.append(record_line("evidence_overlap", data))
+    return "\n" + "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
@@ -964,7 +985,8 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "notebooks": render_notebooks, "metrics": render_metrics, "strategies": render_strategies,
     "strategy_tags": render_strategy_tags,
     "cli_flags": render_cli_flags, "formats": render_formats, "local_models": render_local_models,
-    "strategy_methods": render_strategy_methods, "generalise": render_generalise, "layout": render_layout, "layers": render_layers}
+    "strategy_methods": render_strategy_methods, "generalise": render_generalise,
+    "evidence_overlap": render_evidence_overlap, "layout": render_layout, "layers": render_layers}
 
 
 def render_block(name: str) -> str:

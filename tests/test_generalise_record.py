@@ -62,7 +62,7 @@ def test_every_section_names_its_run():
         p = section["provenance"]
         assert p["status"] == "complete" and set(KEYS) <= set(p), key
         assert re.fullmatch(r"[0-9a-f]{40}", p["git_commit"]) and p["git_dirty"] is False, key
-        assert all(re.fullmatch(r"[0-9a-f]{64}", sha) for sha in p["data"].values()), key
+        assert p["data"] and all(re.fullmatch(r"[0-9a-f]{64}", sha) for sha in p["data"].values()), key
     tuning = json.loads(TUNING.read_text(encoding="utf-8"))
     assert tuning["provenance"]["status"] == "complete" and tuning["provenance"]["git_dirty"] is False
 

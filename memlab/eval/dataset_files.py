@@ -11,12 +11,22 @@ from .dataset import Dataset
 
 
 def dataset_files(path: str | Path) -> list[Path]:
-    """The files ``load_any(path)`` reads: ``path`` itself, or a folder's .json / .json.gz files
-    (not hidden ones), sorted. Records hash exactly these (``memlab.eval.provenance``)."""
+    """The files ``load_any(path)`` reads, sorted: ``path`` itself; for a folder that a
+    registered format reads as one dataset (``detect_path``: BEAM, whose conversation folders
+    hold a chat file and a questions subfolder), every .json / .json.gz file under it at any
+    depth; for any other folder, its own .json / .json.gz files (native files merged). Hidden
+    files and folders are never data. Records hash exactly these (``memlab.eval.provenance``)."""
+    from .loaders import detect_path
+
     path = Path(path)
     if not path.is_dir():
         return [path]
-    return sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz")) and not p.name.startswith("."))
+
+    def data(p: Path) -> bool:
+        return p.is_file() and p.name.endswith((".json", ".json.gz")) and not any(
+            part.startswith(".") for part in p.relative_to(path).parts)
+
+    return sorted(p for p in (path.rglob("*") if detect_path(path) is not None else path.iterdir()) if data(p))
 
 
 def load_any(path: str | Path, format: str | None = None, **options: Any) -> Dataset:

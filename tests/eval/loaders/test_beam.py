@@ -548,3 +548,20 @@ def test_real_strategy_sees_no_marker_nor_label(first_100k):
     assert "->->" not in text
     for word in ("source_chat_ids", "plan_reference", "question_type", "time_anchor", "\"index\""):
         assert word not in text, word
+
+
+def test_a_records_data_files_are_the_files_the_loader_reads(tmp_path):
+    """dataset_files (what a record's provenance hashes) of a BEAM folder: each conversation's
+    chat and questions files, found in its subfolders, none from a hidden folder; a change to
+    any one of them changes the record's data hashes."""
+    from memlab.eval.dataset_files import dataset_files
+    from memlab.eval.loaders.beam import conversation_files
+
+    root = tmp_path / "100K"
+    for n in ("1", "2"):
+        conversation(tmp_path, n)
+    (root / ".cache").mkdir()
+    write_json(root / ".cache" / "x.json", {})
+    expected = sorted(f for n in ("1", "2") for f in conversation_files(root / n))
+    assert len(expected) == 4 and dataset_files(root) == expected
+    assert dataset_files(root / "1") == conversation_files(root / "1")

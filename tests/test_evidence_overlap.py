@@ -85,5 +85,5 @@ def test_the_record_recomputes_from_its_data(overlap_bench):
                                                      if k in ("all", "categories")}, key
     from memlab.eval.dataset_files import dataset_files
 
-    here = {file_sha256(f) for _, path, _ in found.values() for f in dataset_files(path)}
+    here = {file_sha256(f) for path, _ in found.values() for f in dataset_files(path)}
     assert here == set(p["data"].values())

@@ -11,6 +11,31 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _load_bench_script(file: str, name: str):
+    """``bench/<file>`` imported as module ``name``, with bench/ on sys.path while it loads
+    (the scripts import their sibling ``_common``)."""
+    import importlib.util
+    import sys
+
+    bench = str(REPO / "bench")
+    sys.path.insert(0, bench)
+    try:
+        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(bench)
+
+
+@pytest.fixture(scope="session")
+def bench_script():
+    """Import a bench script by file name: ``bench_script("scale.py", "bench_scale")``."""
+    return _load_bench_script
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_embedding_cache(tmp_path_factory):

@@ -3,7 +3,6 @@ probes spread evenly with evidence 5 turns back; it runs on the shipped turns wi
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import sys
 from pathlib import Path
@@ -14,15 +13,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def scale():
-    sys.path.insert(0, str(REPO / "bench"))  # scale.py imports its sibling _common
-    try:
-        spec = importlib.util.spec_from_file_location("bench_scale", REPO / "bench" / "scale.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.path.remove(str(REPO / "bench"))
+def scale(bench_script):
+    return bench_script("scale.py", "bench_scale")
 
 
 def _check(dataset, n, probes):

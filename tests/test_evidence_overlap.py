@@ -3,10 +3,8 @@ record bench/evidence_overlap.py wrote recomputed from the data it names."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
@@ -62,15 +60,8 @@ def test_rivals_count_turns_that_share_as_many_words():
 
 
 @pytest.fixture(scope="module")
-def overlap_bench():
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("evidence_overlap", REPO / "bench" / "evidence_overlap.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(REPO / "bench"))
+def overlap_bench(bench_script):
+    return bench_script("evidence_overlap.py", "evidence_overlap")
 
 
 def test_the_record_recomputes_from_its_data(overlap_bench):

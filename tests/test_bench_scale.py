@@ -4,12 +4,9 @@ probes spread evenly with evidence 5 turns back; it runs on the shipped turns wi
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """How ``recall_plus``'s defaults were chosen: on development data only, one default for every
 benchmark.
 
-    python bench/tune_generalise.py [--workers 2] [--lme-limit N] [--record bench/results/generalise_tuning.json]
+    python bench/tune_generalise.py [--workers 2] [--passes N] [--lme-limit N] [--record bench/results/generalise_tuning.json]
 
 Protocol (issue 32, "honest tuning"):
 
@@ -15,11 +15,13 @@ Protocol (issue 32, "honest tuning"):
   training conversations; LongMemEval (lme_recall_any@5 + lme_recall_all@5 +
   recall@1024tok) / 3 on S dev; BEAM (recall@5 + recall@512tok) / 2 on ``BEAM_DEV``. One
   default across benchmarks, not a winner per benchmark.
-- Search: lexical (no model), coordinate ascent in one pass over the parts in ``GRID``'s
-  order, from every part off: each part's settings are tried with the others at their best
-  so far, the best kept (a tie keeps the earlier, simpler setting). Each fold runs its own
-  path; the default is the configuration both folds choose, or, when they differ, the one
-  with the best objective on all ten conversations (the record says which happened).
+- Search: lexical (no model), coordinate ascent over the parts in ``GRID``'s order, from
+  every part off: each part's settings are tried with the others at their best so far, the
+  best kept (a tie keeps the current setting, else the earlier, simpler one); one pass by
+  default, ``--passes N`` repeats it until a pass changes nothing (``coordinate_ascent``).
+  Each fold runs its own path; the default is the configuration both folds choose, or, when
+  they differ, the one with the best objective on all ten conversations (the record says
+  which happened).
 - Reported: each fold's choice scored on its held-out conversations (the
   leave-conversations-out estimate, pooled over the two folds by question).
 
@@ -37,6 +39,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,36 @@ FOLDS = {"A": (range(0, 5), range(5, 10)), "B": (range(5, 10), range(0, 5))}
 
 def key(config: dict[str, Any]) -> str:
     return json.dumps(dict(sorted(config.items())))
+
+
+def coordinate_ascent(grid: list[tuple[str, list[dict[str, Any]]]], start: dict[str, Any],
+                      score: Callable[[dict[str, Any]], float],
+                      evaluate: Callable[[list[dict[str, Any]]], None] = lambda configs: None,
+                      passes: int = 1) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The search: for each part in ``grid``'s order, each of its settings tried with the other
+    parts at their best so far (the part's own keys cleared first, so a key one setting sets,
+    such as ``session_pull``, does not leak into the next), and the best kept; the current
+    setting stays unless another scores strictly higher, and among those that do the earliest
+    (simplest) wins. Up to ``passes`` passes over the grid, fewer when a pass changes nothing.
+    ``evaluate`` is called on each step's candidates before they are scored (to run them in
+    parallel). Returns the best configuration and the steps (part, pass, tried, kept)."""
+    best, steps = dict(start), []
+    for n in range(1, passes + 1):
+        changed = False
+        for part, settings in grid:
+            own = {k for setting in settings for k in setting}
+            candidates = [{k: v for k, v in best.items() if k not in own} | s for s in settings]
+            evaluate(candidates)
+            scores = [score(c) for c in candidates]
+            current = next((j for j, c in enumerate(candidates) if c == best), None)
+            top = max(scores)
+            i = current if current is not None and scores[current] == top else scores.index(top)
+            changed |= candidates[i] != best
+            best = candidates[i]
+            steps.append({"part": part, "pass": n, "candidates": candidates, "scores": scores, "kept": settings[i]})
+        if not changed:
+            break
+    return best, steps
 
 
 def locomo_per_conversation(config: dict[str, Any], dataset) -> dict[str, Any]:
@@ -141,8 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2, help="processes for the LongMemEval runs")
     ap.add_argument("--lme-limit", type=int, default=None, help="the first N LongMemEval questions (a quick run)")
+    ap.add_argument("--passes", type=int, default=1,
+                    help="passes of the search over the grid (stops early when a pass changes nothing)")
     ap.add_argument("--record", default=None)
     args = ap.parse_args(argv)
+    if args.passes < 1:
+        ap.error(f"--passes: expected a whole number >= 1, got {args.passes}")
     from memlab.eval import load_any
     from memlab.eval.loaders.beam import conversation_files
     from memlab.eval.paths import LONGMEMEVAL_S, locomo_path, longmemeval_path
@@ -177,21 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     paths: dict[str, Any] = {}
     chosen: dict[str, dict[str, Any]] = {}
     for fold, (train, test) in FOLDS.items():
-        best = dict(START)
+        best, found = coordinate_ascent(GRID, START, lambda c: objective(c, train), evaluate, args.passes)
         steps = []
-        for part, settings in GRID:
-            candidates = [best | s for s in settings]
-            evaluate(candidates)
-            scores = [objective(c, train) for c in candidates]
-            i = max(range(len(candidates)), key=lambda j: (scores[j], -j))
-            best = candidates[i]
-            steps.append({"part": part, "tried": [{"config": c, "objective": round(s, 3),
-                                                    "locomo_train": locomo_score(loc_cache[key(c)], train),
-                                                    "longmemeval": lme_cache[key(c)],
-                                                    "beam_dev": beam_cache[key(c)]}
-                                                   for c, s in zip(candidates, scores)],
-                          "kept": settings[i]})
-            print(f"fold {fold} {part}: kept {settings[i]} (objective {scores[i]:.3f})", flush=True)
+        for step in found:
+            steps.append({"part": step["part"], "pass": step["pass"],
+                          "tried": [{"config": c, "objective": round(s, 3),
+                                     "locomo_train": locomo_score(loc_cache[key(c)], train),
+                                     "longmemeval": lme_cache[key(c)], "beam_dev": beam_cache[key(c)]}
+                                    for c, s in zip(step["candidates"], step["scores"])],
+                          "kept": step["kept"]})
+            print(f"fold {fold} pass {step['pass']} {step['part']}: kept {step['kept']} "
+                  f"(objective {max(step['scores']):.3f})", flush=True)
         chosen[fold] = best
         paths[fold] = {"train_conversations": list(train), "test_conversations": list(test), "steps": steps,
                        "chosen": best, "held_out_locomo": locomo_score(loc_cache[key(best)], test),
@@ -209,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     pooled = {m: round((a[m] * a["n"] + b[m] * b["n"]) / n, 2) for m in ("recall@5", "recall@512tok")}
     baseline = START
     record = {"protocol": __doc__.split("Protocol (issue 32, \"honest tuning\"):")[1].strip(),
-              "provenance": provenance, "lme_limit": args.lme_limit,
+              "provenance": provenance, "lme_limit": args.lme_limit, "passes": args.passes,
               "longmemeval_note": "S dev is the only LongMemEval split here: its tuning figures are not held out",
               "beam_dev": {"size": BEAM_DEV[0], "conversations": list(BEAM_DEV[1]),
                            "note": "BEAM's development conversations; the 100K set is held out"},

@@ -200,7 +200,7 @@ def test_rows_in_parallel_keep_their_order_and_the_chained_rows_share_a_process(
     assert parallel["dense a"] == parallel["dense b"]
 
 
-def test_the_three_benchmark_tuning_reads_back_its_choice():
+def test_the_three_benchmark_tuning_reads_back_its_choice(tune):
     """generalise_tuning.json: BEAM 500K's development conversations in the objective, the
     100K set untouched, a clean run, and its default recomputed from its own figures: each
     fold's path keeps the best objective at every step, and the default is the folds' common
@@ -220,6 +220,13 @@ def test_the_three_benchmark_tuning_reads_back_its_choice():
             for t in step["tried"]:
                 three = (t["locomo_train"]["J"] + t["longmemeval"]["J"] + t["beam_dev"]["J"]) / 3
                 assert abs(three - t["objective"]) < 1e-3
+    # the search as coded now, fed the recorded objectives, walks each fold's recorded path
+    grid = [(g["part"], g["settings"]) for g in record["grid"]]
+    start = {k: v for _, settings in grid for k, v in settings[0].items()}
+    for fold in record["folds"].values():
+        recorded = {tune.key(t["config"]): t["objective"] for step in fold["steps"] for t in step["tried"]}
+        best, steps = tune.coordinate_ascent(grid, start, lambda c: recorded[tune.key(c)])
+        assert best == fold["chosen"] and [s["kept"] for s in steps] == [s["kept"] for s in fold["steps"]]
     configs = record["configurations"]
 
     def everywhere(k: str) -> float:
@@ -231,3 +238,29 @@ def test_the_three_benchmark_tuning_reads_back_its_choice():
         assert record["default"] == chosen[0]
     else:
         assert json.dumps(dict(sorted(record["default"].items()))) == max(configs, key=everywhere)
+
+
+@pytest.fixture(scope="module")
+def tune(bench_script):
+    return bench_script("tune_generalise.py", "tune_generalise")
+
+
+def test_coordinate_ascent_keeps_ties_and_revisits_parts(tune):
+    """One pass keeps the best setting of each part in order (ties: the current, else the
+    earlier); a second pass revisits a part chosen before a later part changed what is best,
+    clears the part's own keys (``pull`` does not leak), and the search stops after a pass
+    that changes nothing."""
+    grid = [("a", [{"a": 0}, {"a": 1}, {"a": 2, "pull": 5}]), ("b", [{"b": 0}, {"b": 1}])]
+
+    def score(c):  # a=2 is best while b=0; with b=1 on, a=1 is best; pull adds nothing
+        return {(0, 0): 0, (1, 0): 1, (2, 0): 2, (0, 1): 2, (1, 1): 5, (2, 1): 4}[(c["a"], c["b"])]
+
+    seen = []
+    best, steps = tune.coordinate_ascent(grid, {"a": 0, "b": 0}, score, seen.extend)
+    assert best == {"a": 2, "pull": 5, "b": 1} and [s["kept"] for s in steps] == [{"a": 2, "pull": 5}, {"b": 1}]
+    assert len(seen) == 5
+    best, steps = tune.coordinate_ascent(grid, {"a": 0, "b": 0}, score, passes=5)
+    assert best == {"a": 1, "b": 1}  # pass 2 moved a to 1 and dropped pull
+    assert [(s["part"], s["pass"]) for s in steps] == [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3), ("b", 3)]
+    tie = tune.coordinate_ascent([("a", [{"a": 0}, {"a": 1}, {"a": 2}])], {"a": 1}, lambda c: c["a"] > 0, passes=2)
+    assert tie[0] == {"a": 1} and len(tie[1]) == 1  # the current setting stays on a tie; nothing changed: stop

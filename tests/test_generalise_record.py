@@ -148,22 +148,21 @@ def test_the_lexical_locomo_row_equals_a_rerun(locomo, bench, rr):
     assert not diffs, "generalise.json locomo recall_plus differs from a re-run:\n" + "\n".join(diffs)
 
 
-def test_the_parts_act_on_real_data(locomo):
-    """Each part of recall_plus changes some ranking on two LoCoMo conversations, and the
-    time boost resolves the dated LongMemEval questions' ranges (seconds)."""
+def test_the_parts_act_on_real_data(locomo, bench):
+    """Each ablation row of recall_plus (each part the default uses off, each one it leaves
+    off on) changes some ranking on two LoCoMo conversations (seconds)."""
     from memlab import strategies
     from memlab.eval import replay
 
     dataset, _ = locomo
     small = dataset.subset(dialogues=2)
-    changes = {"session_weight": 0.0, "time_weight": 0.0, "window_decay": 0.0, "keyphrase_weight": 0,
-               "diversity": 0.5, "neighbour_words": 32, "turn_weight": 1.0,
-               "b": 1.0}  # each part the default uses off, the ones it leaves off on
+    (_, _, none, _), *rows = bench.ablation_runs()
+    assert none == {} and len(rows) == len(bench.PARTS)
     base = replay(strategies.get("recall_plus"), small, ks=(5,), k_max=5)
     assert 0.5 < base["recall@5"].mean() <= 1.0
-    for param, value in changes.items():
-        other = replay(strategies.get("recall_plus", **{param: value}), small, ks=(5,), k_max=5)
-        assert (other["retrieved_ids"].map(tuple) != base["retrieved_ids"].map(tuple)).any(), param
+    for label, name, params, _ in rows:
+        other = replay(strategies.get(name, **params), small, ks=(5,), k_max=5)
+        assert (other["retrieved_ids"].map(tuple) != base["retrieved_ids"].map(tuple)).any(), label
 
 
 def test_time_ranges_on_longmemeval_questions():

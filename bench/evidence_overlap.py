@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ def default_datasets() -> list[tuple[str, str, str]]:
 
 
 def _round(v: Any) -> Any:
-    return None if v != v else round(float(v), 4)  # NaN (no scored question) -> None
+    return None if math.isnan(v) else round(float(v), 4)  # NaN (no scored question) -> None
 
 
 def section(path: str, fmt: str) -> dict[str, Any]:

@@ -43,6 +43,11 @@ def bench():
 
 
 @pytest.fixture(scope="module")
+def tune(bench_script):
+    return bench_script("tune_generalise.py", "tune_generalise")
+
+
+@pytest.fixture(scope="module")
 def rr():
     return _module("readme_results", REPO / "scripts" / "readme_results.py")
 
@@ -237,11 +242,6 @@ def test_the_three_benchmark_tuning_reads_back_its_choice(tune):
         assert record["default"] == chosen[0]
     else:
         assert json.dumps(dict(sorted(record["default"].items()))) == max(configs, key=everywhere)
-
-
-@pytest.fixture(scope="module")
-def tune(bench_script):
-    return bench_script("tune_generalise.py", "tune_generalise")
 
 
 def test_coordinate_ascent_keeps_ties_and_revisits_parts(tune):

@@ -29,6 +29,7 @@ by content, still makes every cluster's run equal to every other's).
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -58,10 +59,27 @@ def connect(address: str, timeout: float = 30.0) -> Any:
         raise ConfigError(f"scheduler {address!r}: a Dask cluster needs dask.distributed "
                           f"(pip install 'dask[distributed]'): {exc}") from None
     try:
+        _probe(address, timeout)
         return Client(address, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         raise ConfigError(f"scheduler {address!r} ({SCHEDULER_ENV} or [run] scheduler): expected a reachable "
                           f"Dask scheduler, got {type(exc).__name__}: {exc}") from None
+
+
+def _probe(address: str, timeout: float) -> None:
+    """Open and close a TCP connection to a ``tcp://host:port`` (or ``host:port``) address.
+
+    Why: a ``Client`` that fails to connect has already started its event-loop thread and
+    never stops it, so every unreachable address would leave a thread running in the caller's
+    process. Other schemes (tls, inproc, ucx) are left to the ``Client``."""
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp"):
+        return
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return  # not host:port; the Client's own parser reports it
+    with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout):
+        pass
 
 
 def _replay_unit(strategy: Strategy, dialogue: Dialogue, k_max: int, budget: int,

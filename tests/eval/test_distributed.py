@@ -7,6 +7,7 @@ line per text to one log file, so the count covers the client and both workers."
 from __future__ import annotations
 
 import os
+import threading
 
 import pandas as pd
 import pytest
@@ -71,9 +72,14 @@ def test_scheduler_address_comes_from_the_option_or_the_environment(monkeypatch)
         scheduler_address("  ")
 
 
-def test_an_unreachable_scheduler_is_one_clear_error():
-    with pytest.raises(ConfigError, match=r"scheduler 'tcp://127.0.0.1:9' .*: expected a reachable Dask scheduler, got OSError"):
-        connect("tcp://127.0.0.1:9", timeout=1)
+def test_an_unreachable_scheduler_is_one_clear_error_and_leaves_no_thread():
+    # a Client that fails to connect keeps its event-loop thread running: connect() probes first
+    before = set(threading.enumerate())
+    for address in ("tcp://127.0.0.1:9", "127.0.0.1:9"):
+        with pytest.raises(ConfigError, match=rf"scheduler '{address}' .*: expected a reachable Dask scheduler, "
+                                              r"got ConnectionRefusedError"):
+            connect(address, timeout=1)
+    assert set(threading.enumerate()) <= before
 
 
 def test_a_sweep_file_names_its_scheduler_and_store(tiny_file, tmp_path, monkeypatch):

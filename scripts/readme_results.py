@@ -940,14 +940,16 @@ def generalise_targets(bench: dict[str, Any]) -> list[str]:
     for key, record in bench.items():
         if key in GENERALISE_TARGETS or locomo is None or "recall_plus" not in record["table"]:
             continue
-        row = record["table"]["recall_plus"]
+        table = record["table"]
+        row = table["recall_plus"]
         for metric in GENERALISE_TARGETS["locomo"]:
             gap = locomo[metric] - row[metric]
             verdict = "met" if gap <= HELD_OUT_GAP else f"missed by {gap - HELD_OUT_GAP:.1f} points"
+            best = max((n for n in table if n != ORACLE), key=lambda n: table[n][metric])
             lines.append(f"- {key} (never tuned on) {metric} within {HELD_OUT_GAP:g} points of LoCoMo's "
                          f"{locomo[metric]:.1f}: `recall_plus` {row[metric]:.1f}, "
-                         f"{abs(gap):.1f} points {'below' if gap >= 0 else 'above'}, {verdict}"
-                         f"{_ceiling(record['table'], metric, ' (')}{')' if ORACLE in record['table'] else ''}; "
+                         f"{abs(gap):.1f} points {'below' if gap >= 0 else 'above'}, {verdict} (best `{best}` "
+                         f"{table[best][metric]:.1f}{_ceiling(table, metric)}); "
                          f"shortfall by category in questions: {_shortfall(row, metric)}.")
     return lines + [""]
 

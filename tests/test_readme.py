@@ -326,3 +326,20 @@ def test_the_test_command_runs_in_random_order_with_its_plugin_installed():
     dev = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
     assert any(req.startswith("pytest-random-order") for req in dev)
     assert "dev" in (REPO / "scripts" / "setup.sh").read_text(encoding="utf-8")
+
+
+def test_a_hanging_test_fails_after_the_timeout_the_readme_names(pytestconfig):
+    """README: a test still running after pyproject's ``timeout`` fails (pytest-timeout, in the
+    dev extra), so one hang cannot hold the suite until CI's limit."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert any(req.startswith("pytest-timeout") for req in project["project"]["optional-dependencies"]["dev"])
+    assert pytestconfig.pluginmanager.hasplugin("timeout"), "pytest-timeout is not installed in this environment"
+    timeout = float(pytestconfig.getini("timeout"))
+    assert timeout == project["tool"]["pytest"]["ini_options"]["timeout"] and timeout > 0
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert "`timeout` set in `pyproject.toml` (pytest-timeout)" in readme

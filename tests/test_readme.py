@@ -314,16 +314,20 @@ def test_an_unknown_flag_in_the_readme_fails_the_check():
                                "--set load_step__token_limit=512"]) == []
 
 
-def test_the_test_command_runs_in_random_order_with_its_plugin_installed():
-    """scripts/test.sh shuffles (a test that leaks state into another fails there), and the
-    plugin it needs is in the dev extra that scripts/setup.sh installs."""
+def _pyproject() -> dict:
     try:
         import tomllib
     except ImportError:  # Python 3.10
         import tomli as tomllib
 
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_the_test_command_runs_in_random_order_with_its_plugin_installed():
+    """scripts/test.sh shuffles (a test that leaks state into another fails there), and the
+    plugin it needs is in the dev extra that scripts/setup.sh installs."""
     assert "--random-order" in (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
-    dev = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
+    dev = _pyproject()["project"]["optional-dependencies"]["dev"]
     assert any(req.startswith("pytest-random-order") for req in dev)
     assert "dev" in (REPO / "scripts" / "setup.sh").read_text(encoding="utf-8")
 
@@ -331,12 +335,7 @@ def test_the_test_command_runs_in_random_order_with_its_plugin_installed():
 def test_a_hanging_test_fails_after_the_timeout_the_readme_names(pytestconfig):
     """README: a test still running after pyproject's ``timeout`` fails (pytest-timeout, in the
     dev extra), so one hang cannot hold the suite until CI's limit."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
-
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    project = _pyproject()
     assert any(req.startswith("pytest-timeout") for req in project["project"]["optional-dependencies"]["dev"])
     assert pytestconfig.pluginmanager.hasplugin("timeout"), "pytest-timeout is not installed in this environment"
     timeout = float(pytestconfig.getini("timeout"))

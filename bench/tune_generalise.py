@@ -1,7 +1,7 @@
 """How ``recall_plus``'s defaults were chosen: on development data only, one default for every
 benchmark.
 
-    python bench/tune_generalise.py [--workers 2] [--passes N] [--lme-limit N] [--record bench/results/generalise_tuning.json]
+    python bench/tune_generalise.py [--workers 2] [--passes N] [--lme-limit N] [--reuse RECORD] [--record bench/results/generalise_tuning.json]
 
 Protocol (issue 32, "honest tuning"):
 
@@ -24,6 +24,10 @@ Protocol (issue 32, "honest tuning"):
   which happened).
 - Reported: each fold's choice scored on its held-out conversations (the
   leave-conversations-out estimate, pooled over the two folds by question).
+- Reuse: ``--reuse RECORD`` takes the LongMemEval and BEAM figures of the configurations a
+  previous record scored (most of a run's time), but only after re-running one of them (the
+  all-off start) and finding every figure equal; LoCoMo is always re-run. The record names the
+  run whose figures it reused, and their ``seconds`` are that run's.
 
 Records: ``bench/results/generalise_tuning.json`` is this protocol's run, whose choice
 ``recall_plus``'s ``DEFAULTS`` hold; ``bench/results/generalise_tuning_locomo_lme.json`` is the
@@ -170,12 +174,47 @@ def lme_figures(config: dict[str, Any], limit: int | None) -> dict[str, Any]:
     return out
 
 
+FIGURES = {"longmemeval": ("lme_recall_any@5", "lme_recall_all@5", "recall@1024tok", "J"),
+           "beam_dev": ("recall@5", "recall@512tok", "J", "n")}
+
+
+def reusable(record: dict[str, Any], path: str, fresh: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The LongMemEval and BEAM figures of ``record``'s configurations, once ``fresh`` (this
+    code's figures for one configuration the record scored: ``{"config", "longmemeval",
+    "beam_dev"}``) equals the record's on every figure; else a ConfigError naming the first
+    that differs. Returns ``{"configurations": {key: {"longmemeval", "beam_dev"}}, "from": ...}``."""
+    from memlab.base import ConfigError
+
+    if record.get("lme_limit") is not None:
+        raise ConfigError(f"--reuse {path}: expected a record of every LongMemEval question, "
+                          f"got one limited to {record['lme_limit']}")
+    configs = record.get("configurations")
+    if not isinstance(configs, dict) or not configs:
+        raise ConfigError(f"--reuse {path}: expected a tuning record with 'configurations', got none")
+    k = key(fresh["config"])
+    if k not in configs:
+        raise ConfigError(f"--reuse {path}: the check configuration {k} is not among its configurations")
+    for bench, names in FIGURES.items():
+        for name in names:
+            old, new = configs[k][bench].get(name), fresh[bench].get(name)
+            if old != new:
+                raise ConfigError(f"--reuse {path}: {bench} {name} of {k} is {new} now but {old} in the "
+                                  "record; its figures are not this code's, so none is reused")
+    p = record.get("provenance", {})
+    return {"configurations": {c: {"longmemeval": v["longmemeval"], "beam_dev": v["beam_dev"]}
+                               for c, v in configs.items()},
+            "from": {"record": path, "git_commit": p.get("git_commit"), "date": p.get("date"),
+                     "configurations": len(configs), "checked": json.loads(k)}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2, help="processes for the LongMemEval runs")
     ap.add_argument("--lme-limit", type=int, default=None, help="the first N LongMemEval questions (a quick run)")
     ap.add_argument("--passes", type=int, default=1,
                     help="passes of the search over the grid (stops early when a pass changes nothing)")
+    ap.add_argument("--reuse", default=None, metavar="RECORD",
+                    help="reuse the LongMemEval and BEAM figures of a previous record after re-running one equal")
     ap.add_argument("--record", default=None)
     args = ap.parse_args(argv)
     if args.passes < 1:
@@ -193,6 +232,21 @@ def main(argv: list[str] | None = None) -> int:
     beam_cache: dict[str, Any] = {}
     loc_cache: dict[str, Any] = {}
     pool = ProcessPoolExecutor(max_workers=args.workers)
+    reused = None
+    if args.reuse:
+        if args.lme_limit is not None:
+            ap.error("--reuse: expected no --lme-limit (a record scored every question), got one")
+        previous = json.loads(Path(args.reuse).read_text(encoding="utf-8"))
+        check = dict(START)
+        lme_future, beam_future = pool.submit(lme_figures, check, None), pool.submit(beam_figures, check)
+        fresh = {"config": check, "longmemeval": lme_future.result(), "beam_dev": beam_future.result()}
+        got = reusable(previous, args.reuse, fresh)
+        for k, v in got["configurations"].items():
+            lme_cache[k], beam_cache[k] = v["longmemeval"], v["beam_dev"]
+        lme_cache[key(check)], beam_cache[key(check)] = fresh["longmemeval"], fresh["beam_dev"]
+        reused = got["from"]
+        print(f"reusing {len(got['configurations'])} configurations' LongMemEval and BEAM figures from "
+              f"{args.reuse} (checked {key(check)})", flush=True)
 
     def evaluate(configs: list[dict[str, Any]]) -> None:
         todo = [c for c in configs if key(c) not in lme_cache]
@@ -242,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     pooled = {m: round((a[m] * a["n"] + b[m] * b["n"]) / n, 2) for m in ("recall@5", "recall@512tok")}
     baseline = START
     record = {"protocol": __doc__.split("Protocol (issue 32, \"honest tuning\"):")[1].strip(),
-              "provenance": provenance, "lme_limit": args.lme_limit, "passes": args.passes,
+              "provenance": provenance, "lme_limit": args.lme_limit, "passes": args.passes, "reused": reused,
               "longmemeval_note": "S dev is the only LongMemEval split here: its tuning figures are not held out",
               "beam_dev": {"size": BEAM_DEV[0], "conversations": list(BEAM_DEV[1]),
                            "note": "BEAM's development conversations; the 100K set is held out"},

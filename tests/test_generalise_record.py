@@ -232,7 +232,8 @@ def test_the_three_benchmark_tuning_reads_back_its_choice(tune):
     start = {k: v for _, settings in grid for k, v in settings[0].items()}
     for fold in record["folds"].values():
         recorded = {tune.key(t["config"]): t["objective"] for step in fold["steps"] for t in step["tried"]}
-        best, steps = tune.coordinate_ascent(grid, start, lambda c: recorded[tune.key(c)])
+        best, steps = tune.coordinate_ascent(grid, start, lambda c: recorded[tune.key(c)],
+                                             passes=record.get("passes", 1))
         assert best == fold["chosen"] and [s["kept"] for s in steps] == [s["kept"] for s in fold["steps"]]
     configs = record["configurations"]
 
@@ -266,6 +267,29 @@ def test_coordinate_ascent_keeps_ties_and_revisits_parts(tune):
     assert [(s["part"], s["pass"]) for s in steps] == [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3), ("b", 3)]
     tie = tune.coordinate_ascent([("a", [{"a": 0}, {"a": 1}, {"a": 2}])], {"a": 1}, lambda c: c["a"] > 0, passes=2)
     assert tie[0] == {"a": 1} and len(tie[1]) == 1  # the current setting stays on a tie; nothing changed: stop
+
+
+def test_reuse_takes_a_records_figures_only_when_one_re_runs_equal(tune):
+    """--reuse: the record's LongMemEval and BEAM figures are taken when the check
+    configuration's fresh figures equal its recorded ones; one figure off, a limited record or
+    a check configuration the record never scored is a ConfigError that names it, and
+    nothing is reused."""
+    from memlab.base import ConfigError
+
+    record = json.loads(TUNING.read_text(encoding="utf-8"))
+    start = dict(tune.START)
+    mine = record["configurations"][tune.key(start)]
+    fresh = {"config": start, "longmemeval": dict(mine["longmemeval"], seconds=1.0), "beam_dev": dict(mine["beam_dev"])}
+    got = tune.reusable(record, "old.json", fresh)
+    assert set(got["configurations"]) == set(record["configurations"])
+    assert got["from"]["git_commit"] == record["provenance"]["git_commit"] and got["from"]["checked"] == start
+    off = dict(fresh, beam_dev=dict(mine["beam_dev"], **{"recall@5": mine["beam_dev"]["recall@5"] + 0.01}))
+    with pytest.raises(ConfigError, match=r"old\.json: beam_dev recall@5 of .* none is reused"):
+        tune.reusable(record, "old.json", off)
+    with pytest.raises(ConfigError, match="limited to 20"):
+        tune.reusable(dict(record, lme_limit=20), "old.json", fresh)
+    with pytest.raises(ConfigError, match="not among its configurations"):
+        tune.reusable(record, "old.json", dict(fresh, config=dict(start, b=0.5)))
 
 
 def test_the_prose_of_docs_results_holds_on_the_records():

@@ -22,7 +22,7 @@ _EXPORTS: dict[str, str] = {
     "QueryExpander": "expansion", "PseudoRelevanceFeedback": "expansion",
     "ExpansionRetriever": "expansion",
     "LLMQueryRewriter": "llm_expansion", "MultiQueryExpander": "llm_expansion",
-    "HyDEExpander": "llm_expansion", "LLMRelevanceFilter": "llm_filter",
+    "HyDEExpander": "llm_expansion", "LLMRelevanceFilter": "llm_filter", "LLMReranker": "llm_rerank",
     "DecayRetriever": "decay_retriever",
     "ContextualRetriever": "contextual", "format_date": "contextual",
     "TimeBoostRetriever": "temporal", "time_ranges": "temporal",

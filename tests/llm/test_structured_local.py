@@ -23,6 +23,7 @@ from memlab.llm.local import LocalLLM
 from memlab.llm.prompts import JUDGE_SCHEMA, LENIENT_JUDGE_PROMPT, filter_prompt, filter_schema
 from memlab.records import Hit, MemoryRecord, Role
 from memlab.retrieval.llm_filter import LLMRelevanceFilter
+from memlab.retrieval.llm_rerank import LLMReranker
 
 #: (question, gold, generated answer): the unconstrained model answers the second with prose.
 CASES = [("What did Caroline paint?", "a sunrise", "Caroline painted a sunrise over the lake."),
@@ -82,6 +83,17 @@ def test_relevance_filter_answer_is_bounded_by_the_schema(models):
     assert selector.usage.format_errors == 0 and len(chosen) <= 2
     text = on.complete(filter_prompt("Where does Ann live?", texts, 2), schema=filter_schema(3, 2)).text
     jsonschema.validate(json.loads(text), filter_schema(3, 2))  # unconstrained, it counts on past 80
+
+
+def test_a_local_models_rerank_is_read_without_format_errors_and_drops_nothing(models):
+    on, _ = models
+    texts = ["Bob likes cats", "the bakery opens at seven", "Ann moved to Oslo", "Ann works at a bakery"]
+    hits = [Hit(memory_record=MemoryRecord(role=Role.USER, content=t, id=f"m{i}"), score=1.0 - i / 10, rank=i + 1)
+            for i, t in enumerate(texts)]
+    reranker = LLMReranker(on, window=3)
+    out = reranker.select("Where does Ann live?", hits, 4)
+    assert reranker.usage.calls == 1 and reranker.usage.format_errors == 0
+    assert sorted(h.id for h in out) == ["m0", "m1", "m2", "m3"] and out[3].id == "m3"  # below the window: kept
 
 
 def test_cache_keeps_constrained_and_unconstrained_answers_apart():

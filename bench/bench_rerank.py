@@ -1,0 +1,177 @@
+"""An LLM reranker over the default's first hits, with its cost: LoCoMo, a seeded sample.
+
+    python bench/bench_rerank.py [--sample 150] [--seed 0] [--window 10] [--model NAME] [--record FILE]
+
+What it runs: a seeded draw of ``--sample`` scored LoCoMo questions (``draw``); each
+conversation is replayed whole and only its drawn questions are asked. The same questions are
+asked of ``recall_plus`` (the default) and of ``recall_plus`` with an ``LLMReranker`` as its
+selection: a local model (``LocalLLM``, memlab's default Qwen2.5-Coder-1.5B-Instruct unless
+``--model`` names another registered one, on the CPU, greedy) reads the first ``--window``
+hits and names the relevant ones, most relevant first; those lead, the rest keep their order.
+
+Printed and recorded: recall@5, recall@10 and recall@512tok of both (percent, 95% intervals
+resampling conversations), the paired difference of each metric with its conversation-clustered
+interval and sign-flip p-value (``memlab.eval.compare``), and the cost: LLM calls, prompt and
+completion tokens per question, format errors, and ms per question of each strategy, measured in
+the same run: a replay's seconds over the questions asked, so the default's figure includes
+observing every turn of the sampled conversations; the difference of the two is what the
+reranker adds to each question, and their ratio is recorded too. With ``--window 10`` recall@10 cannot
+change (the reranker only reorders the first 10), which the record's test checks question by
+question. The record keeps every question's values, so its figures can be recomputed from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402,F401
+
+DEFAULT = "recall_plus"
+RERANKED = "recall_plus + LLM rerank"
+PROTOCOL = {"ks": [5, 10], "k_max": 10, "budgets": [512]}
+METRICS = ["recall@5", "recall@10", "recall@512tok"]
+#: what each question's row keeps in the record
+KEPT = ["dialogue_id", "probe_id", "category", *METRICS, "llm_calls", "llm_prompt_tokens",
+        "llm_completion_tokens", "llm_format_errors"]
+
+
+def draw(dataset, n: int, seed: int) -> list[tuple[str, str]]:
+    """``n`` (dialogue id, probe id) pairs drawn without replacement, seeded, from the probes
+    with evidence, in dataset order."""
+    import numpy as np
+
+    scored = [(d.id, p.id) for d in dataset.dialogues for p in d.probes if p.evidence]
+    if not 1 <= n <= len(scored):
+        from memlab.base import ConfigError
+
+        raise ConfigError(f"--sample: expected 1 to {len(scored)} (the scored questions), got {n}")
+    picked = set(np.random.default_rng(seed).choice(len(scored), size=n, replace=False).tolist())
+    return [q for i, q in enumerate(scored) if i in picked]
+
+
+def sampled(dataset, questions: list[tuple[str, str]]):
+    """``dataset`` with only the drawn probes (every turn kept)."""
+    import dataclasses
+
+    from memlab.eval.dataset import Dataset
+
+    keep = set(questions)
+    dialogues = [dataclasses.replace(d, probes=[p for p in d.probes if (d.id, p.id) in keep])
+                 for d in dataset.dialogues]
+    return Dataset(name=dataset.name, dialogues=[d for d in dialogues if d.probes], source_path=dataset.source_path)
+
+
+def strategy(label: str, model: str, window: int, n_threads: int | None):
+    from memlab import strategies
+
+    s = strategies.get(DEFAULT)
+    if label == RERANKED:
+        from memlab.llm.local import LocalLLM
+        from memlab.retrieval.llm_rerank import LLMReranker
+
+        s.set_params(selection=LLMReranker(LocalLLM(model=model, n_ctx=4096, n_threads=n_threads), window=window))
+    return s
+
+
+def figures(rows, seconds: float) -> dict[str, Any]:
+    from memlab.eval.metrics import summarize
+
+    s = summarize(rows, by=["strategy"], metrics=METRICS, ci=True).iloc[0]
+    out: dict[str, Any] = {"n_questions": int(len(rows))}
+    for m in METRICS:
+        out[m] = round(100 * float(s[m]), 1)
+        out[m + "_ci"] = [round(100 * float(s[m + "_ci_low"]), 1), round(100 * float(s[m + "_ci_high"]), 1)]
+    for c in ("llm_calls", "llm_prompt_tokens", "llm_completion_tokens"):
+        out[c + "_per_question"] = round(float(rows[c].mean()), 1)
+    out["llm_format_errors"] = int(rows["llm_format_errors"].sum())
+    out["seconds"] = round(seconds, 1)
+    out["ms_per_question"] = round(1000 * seconds / max(len(rows), 1), 1)
+    return out
+
+
+def paired(rows) -> dict[str, Any]:
+    from memlab.eval.compare import compare_pair
+
+    out = {}
+    for m in METRICS:
+        c = compare_pair(rows, RERANKED, DEFAULT, m)
+        out[m] = {"diff": round(100 * c.diff, 1), "ci": [round(100 * c.ci_low, 1), round(100 * c.ci_high, 1)],
+                  "p_value": round(c.p_value, 4), "wins": c.wins, "ties": c.ties, "losses": c.losses,
+                  "n_questions": c.n_probes, "n_conversations": c.n_dialogues}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sample", type=int, default=150, help="scored LoCoMo questions to draw")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--window", type=int, default=10, help="first hits the model reads")
+    ap.add_argument("--model", default=None, help="a registered local model (default: memlab's default model)")
+    ap.add_argument("--n-threads", type=int, default=None)
+    ap.add_argument("--record", default=None)
+    args = ap.parse_args(argv)
+    import pandas as pd
+
+    from memlab.eval import load_any, replay
+    from memlab.eval.configuration import configuration_hash
+    from memlab.eval.paths import locomo_path
+    from memlab.eval.provenance import run_provenance
+    from memlab.llm.models import DEFAULT_MODEL
+
+    model = args.model or DEFAULT_MODEL
+    path = locomo_path()
+    provenance = run_provenance(data=[path])
+    data_sha256 = sorted(provenance["data"].values())
+    dataset = load_any(path, "locomo")
+    questions = draw(dataset, args.sample, args.seed)
+    subset = sampled(dataset, questions)
+    protocol = dict(PROTOCOL, sample=args.sample, seed=args.seed)
+    frames, runs = [], {}
+    load = [os.getloadavg()[0]]
+    for label in (DEFAULT, RERANKED):
+        s = strategy(label, model, args.window, args.n_threads)
+        start = time.perf_counter()
+        rows = replay(s, subset, ks=tuple(PROTOCOL["ks"]), k_max=PROTOCOL["k_max"],
+                      budgets=tuple(PROTOCOL["budgets"]), label=label)
+        runs[label] = figures(rows, time.perf_counter() - start) | {
+            "config_hash": configuration_hash(s, data_sha256, protocol)}
+        frames.append(rows)
+        print(f"{label}: {json.dumps(runs[label])}", flush=True)
+    load.append(os.getloadavg()[0])
+    rows = pd.concat(frames, ignore_index=True)
+    comparison = paired(rows)
+    ratio = round(runs[RERANKED]["ms_per_question"] / runs[DEFAULT]["ms_per_question"], 1)
+    added = round(runs[RERANKED]["ms_per_question"] - runs[DEFAULT]["ms_per_question"], 1)
+    record = {"provenance": provenance, "protocol": protocol, "model": model, "window": args.window,
+              "questions": [list(q) for q in questions], "runs": runs, "paired": comparison,
+              "time_ratio": ratio, "added_ms_per_question": added, "load_avg_1m": [round(x, 2) for x in load],
+              "rows": {label: [{k: (None if pd.isna(v) else v) for k, v in r.items()}
+                               for r in rows[rows["strategy"] == label][KEPT].to_dict("records")]
+                       for label in (DEFAULT, RERANKED)}}
+    for m, c in comparison.items():
+        print(f"{m}: {RERANKED} - {DEFAULT} = {c['diff']:+.1f} [{c['ci'][0]}, {c['ci'][1]}], p = {c['p_value']}, "
+              f"{c['wins']} wins / {c['ties']} ties / {c['losses']} losses", flush=True)
+    print(f"time per question: {ratio}x the default's (+{added} ms)", flush=True)
+    if args.record:
+        from memlab.atomic import atomic_write_text
+
+        atomic_write_text(args.record, json.dumps(record, indent=1, default=_plain) + "\n")
+        print(f"recorded {args.record}")
+    return 0
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python numbers (the rows come from a DataFrame)."""
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    raise SystemExit(main())

@@ -980,6 +980,87 @@ def render_evidence_overlap(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def _setting(config: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(config.items()))
+
+
+def render_tuning(name: str = "generalise_tuning") -> str:
+    """A tuning record of bench/tune_generalise.py: each fold's configuration and training
+    objective at the end of each pass (the parts a later pass changed named), the default and
+    how it was chosen, and the LoCoMo leave-conversations-out estimate."""
+    data = load(name)
+    lines = ["| fold | pass | parts changed by the pass | objective on the fold's training data |", "|---|---:|---|---:|"]
+    for fold, path in data["folds"].items():
+        before: dict[str, Any] = {}
+        passes = sorted({s.get("pass", 1) for s in path["steps"]})
+        for n in passes:
+            steps = [s for s in path["steps"] if s.get("pass", 1) == n]
+            after = dict(before)
+            for step in steps:
+                after.update(step["kept"])
+            changed = {k: v for k, v in after.items() if before.get(k, "unset") != v}
+            if n == 1:  # the first pass: the settings it kept that are not the part's "off"
+                off = {k: v for g in data["grid"] for k, v in g["settings"][0].items()}
+                changed = {k: v for k, v in after.items() if off.get(k, "unset") != v}
+            objective = max(t["objective"] for t in steps[-1]["tried"])
+            lines.append(f"| {fold} | {n} | {_setting(changed) if changed else 'none'} | {objective:.3f} |")
+            before = after
+    pooled, off = data["locomo_leave_conversations_out"], data["locomo_leave_conversations_out_all_parts_off"]
+    reused = data.get("reused")
+    lines += ["", f"- Default: {_setting(data['default'])} ({data['default_how']}).",
+              f"- LoCoMo leave-conversations-out (each fold's choice on its held-out conversations, pooled): "
+              f"recall@5 {pooled['recall@5']:.2f}, recall@512tok {pooled['recall@512tok']:.2f}; every part off: "
+              f"{off['recall@5']:.2f}, {off['recall@512tok']:.2f}."]
+    from memlab.strategies.recall_plus import DEFAULTS
+
+    differ = {k: v for k, v in data["default"].items() if DEFAULTS.get(k) != v and not (
+        k == "time_slack_days" and data["default"].get("time_weight", 0) == 0)}
+    lines.append("- `recall_plus`'s defaults are this choice." if not differ else
+                 f"- `recall_plus`'s defaults differ from this choice in: "
+                 + ", ".join(f"{k} {DEFAULTS.get(k)} (here {v})" for k, v in sorted(differ.items())) + ".")
+    if reused:
+        lines.append(f"- LongMemEval and BEAM figures of {reused['configurations']} configurations reused from the run "
+                     f"at `{reused['git_commit'][:10]}` after `{_setting(reused['checked'])}` re-ran equal.")
+    lines += ["", f"Record `bench/results/{name}.json`: {describe_provenance(data['provenance'])}."]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def rerank_verdict(c: dict[str, Any]) -> str:
+    """What one paired comparison of ``bench_rerank`` shows, in words chosen by its figures."""
+    if c["wins"] == 0 and c["losses"] == 0:
+        return "no question changed"
+    if c["p_value"] < 0.05 and (c["ci"][0] > 0 or c["ci"][1] < 0):
+        return "the reranker is " + ("higher" if c["diff"] > 0 else "lower")
+    return "the data cannot separate them"
+
+
+def render_rerank(_: str = "") -> str:
+    """The LLM reranker against the default on a seeded LoCoMo sample (bench/bench_rerank.py):
+    both rows with their cost, then each metric's paired difference and what it shows."""
+    data = load("rerank")
+    runs, protocol = data["runs"], data["protocol"]
+    metrics = ["recall@5", "recall@10", "recall@512tok"]
+    lines = [f"**LoCoMo, {protocol['sample']} questions drawn with seed {protocol['seed']}** (evidence recall, %; "
+             f"95% CI, conversations resampled; `{data['model']}` reads the first {data['window']} hits):", "",
+             "| strategy | " + " | ".join(metrics) + " | LLM calls | prompt tokens | completion tokens | format errors "
+             "| ms per question |", "|---|" + "---:|" * (len(metrics) + 5)]
+    for label, r in runs.items():
+        lines.append(f"| `{label}` | " + " | ".join(_with_ci(r, m) for m in metrics)
+                     + f" | {r['llm_calls_per_question']:.1f} | {r['llm_prompt_tokens_per_question']:.1f} "
+                       f"| {r['llm_completion_tokens_per_question']:.1f} | {r['llm_format_errors']} "
+                       f"| {r['ms_per_question']:.1f} |")
+    lines += ["", "Reranked minus default, paired by question (conversation-clustered 95% CI, sign-flip p):", ""]
+    for m in metrics:
+        c = data["paired"][m]
+        lines.append(f"- {m}: {c['diff']:+.1f} [{c['ci'][0]:+.1f}, {c['ci'][1]:+.1f}], p = {c['p_value']:.3f}, "
+                     f"{c['wins']} wins / {c['ties']} ties / {c['losses']} losses: {rerank_verdict(c)}.")
+    lines += [f"- Time per question: {data['time_ratio']:.1f}x the default's in the same run, "
+              f"{data['added_ms_per_question']:.0f} ms more per question (a replay's seconds over the questions "
+              "asked: the default's include observing every turn of the sampled conversations).", "",
+              record_line("rerank", data)]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
@@ -993,7 +1074,8 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "strategy_tags": render_strategy_tags,
     "cli_flags": render_cli_flags, "formats": render_formats, "local_models": render_local_models,
     "strategy_methods": render_strategy_methods, "generalise": render_generalise,
-    "evidence_overlap": render_evidence_overlap, "layout": render_layout, "layers": render_layers}
+    "evidence_overlap": render_evidence_overlap, "layout": render_layout, "layers": render_layers,
+    "rerank": render_rerank, "tuning": render_tuning}
 
 
 def render_block(name: str) -> str:

@@ -21,6 +21,8 @@ from memlab.eval.provenance import KEYS, file_sha256
 REPO = Path(__file__).resolve().parents[1]
 RECORD = REPO / "bench" / "results" / "generalise.json"
 TUNING = REPO / "bench" / "results" / "generalise_tuning.json"
+#: the second pass of the same protocol (``--passes 2``); its choice is not yet the default
+TUNING_2PASS = REPO / "bench" / "results" / "generalise_tuning_2pass.json"
 #: what a re-run may change: how and when it ran
 RUN_KEYS = ("provenance", "load_avg_1m", "seconds", "seconds_per_question", "ms_per_question", "options")
 
@@ -207,13 +209,14 @@ def test_rows_in_parallel_keep_their_order_and_the_chained_rows_share_a_process(
     assert parallel["dense a"] == parallel["dense b"]
 
 
-def test_the_three_benchmark_tuning_reads_back_its_choice(tune):
+@pytest.mark.parametrize("path", [TUNING, TUNING_2PASS], ids=["one pass", "two passes"])
+def test_the_three_benchmark_tuning_reads_back_its_choice(tune, path):
     """generalise_tuning.json: BEAM 500K's development conversations in the objective, the
     100K set untouched, a clean run, and its default recomputed from its own figures: each
     fold's path keeps the best objective at every step, and the default is the folds' common
     choice or, when they differ, the best mean of the three benchmarks' figures on all ten
     LoCoMo conversations among the configurations tried."""
-    record = json.loads(TUNING.read_text(encoding="utf-8"))
+    record = json.loads(path.read_text(encoding="utf-8"))
     p = record["provenance"]
     assert p["status"] == "complete" and p["git_dirty"] is False
     assert record["beam_dev"]["size"] == "500K" and record["beam_dev"]["conversations"] == [str(i) for i in range(1, 9)]
@@ -373,3 +376,8 @@ def test_the_prose_of_docs_results_holds_on_the_records():
         kept = next(t for t in step["tried"] if all(t["config"][k] == v for k, v in step["kept"].items()))
         assert kept["config"]["session_weight"] > 0 and kept["beam_dev"]["J"] >= off["beam_dev"]["J"]
     assert tuning["default_how"].startswith("the folds differ")
+    # the second pass keeps session fusion on in both folds and in its choice
+    assert "It keeps session fusion on in both folds" in text
+    two = json.loads(TUNING_2PASS.read_text(encoding="utf-8"))
+    assert two["passes"] == 2 and any(s["pass"] == 2 for f in two["folds"].values() for s in f["steps"])
+    assert all(f["chosen"]["session_weight"] > 0 for f in two["folds"].values()) and two["default"]["session_weight"] > 0

@@ -30,7 +30,9 @@ Protocol (issue 32, "honest tuning"):
   run whose figures it reused, and their ``seconds`` are that run's.
 
 Records: ``bench/results/generalise_tuning.json`` is this protocol's run, whose choice
-``recall_plus``'s ``DEFAULTS`` hold; ``bench/results/generalise_tuning_locomo_lme.json`` is the
+``recall_plus``'s ``DEFAULTS`` hold; ``bench/results/generalise_tuning_2pass.json`` is its second
+pass (``--passes 2 --reuse``), whose choice is not adopted until every ``recall_plus`` record is
+re-recorded; ``bench/results/generalise_tuning_locomo_lme.json`` is the
 earlier run over LoCoMo and LongMemEval alone (before BEAM and the long-message parts joined),
 kept for comparison: its choice was the default before this one.
 """

@@ -990,18 +990,16 @@ def render_tuning(name: str = "generalise_tuning") -> str:
     how it was chosen, and the LoCoMo leave-conversations-out estimate."""
     data = load(name)
     lines = ["| fold | pass | parts changed by the pass | objective on the fold's training data |", "|---|---:|---|---:|"]
+    # the search starts from every part "off", so the first pass names what it turned on
+    off = {k: v for g in data["grid"] for k, v in g["settings"][0].items()}
     for fold, path in data["folds"].items():
-        before: dict[str, Any] = {}
-        passes = sorted({s.get("pass", 1) for s in path["steps"]})
-        for n in passes:
+        before = off
+        for n in sorted({s.get("pass", 1) for s in path["steps"]}):
             steps = [s for s in path["steps"] if s.get("pass", 1) == n]
             after = dict(before)
             for step in steps:
                 after.update(step["kept"])
             changed = {k: v for k, v in after.items() if before.get(k, "unset") != v}
-            if n == 1:  # the first pass: the settings it kept that are not the part's "off"
-                off = {k: v for g in data["grid"] for k, v in g["settings"][0].items()}
-                changed = {k: v for k, v in after.items() if off.get(k, "unset") != v}
             objective = max(t["objective"] for t in steps[-1]["tried"])
             lines.append(f"| {fold} | {n} | {_setting(changed) if changed else 'none'} | {objective:.3f} |")
             before = after

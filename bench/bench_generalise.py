@@ -4,7 +4,7 @@ question, and the ablation (the default minus each part, plus each part it leave
 
     python bench/bench_generalise.py [--benchmarks locomo,longmemeval] [--dataset FILE ...]
                                      [--lexical-only] [--no-ablation] [--lme-limit N] [--workers N]
-                                     [--record bench/results/generalise.json]
+                                     [--reuse RECORD] [--record bench/results/generalise.json]
 
 A user checks the default on their own chats in one command:
 
@@ -39,9 +39,17 @@ long-message parts are the neighbour cap (each neighbour in a turn's key cut to 
 own-turn keys (a second BM25 over the turn's own text fused with the contextual keys) and
 BM25 b=1 (full length normalisation); "- long-message keys" turns the three off together. On
 LoCoMo-format data the same rows are measured over e5-fused keys (``recall_plus[e5]``), with
-one more: MiniLM fused beside e5 (dual embedders). Each row is measured at equal tokens
+one more: MiniLM fused beside e5 (dual embedders); on LongMemEval too, but for that one
+(``lme_ablation_rows`` says why). Each row is measured at equal tokens
 (``recall@512tok``, ``recall@1024tok``) besides at 5 units; the difference of its ``ms/q``
 to the default's is the part's cost per question.
+
+``--reuse RECORD`` adds rows to a recorded section without re-running it whole: each row RECORD
+holds with the configuration HEAD gives its label (its ``config_hash``: strategy, data and
+protocol) is taken from it, once ``recall_plus`` (and ``recall_plus[e5]`` where the run has
+dense rows) re-run equal to RECORD on every figure but time; otherwise it exits 2 naming the
+first figure that differs. The section's ``reused`` names the run the rows come from; their
+``ms/q`` are that run's, on that run's machine.
 
 ``--record FILE`` writes each benchmark's section (its provenance taken before the run:
 commit, command, date, machine, packages, the data files' sha256) into FILE, replacing
@@ -65,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402,F401  (environment: offline, one BLAS thread, this checkout's memlab)
 
 from memlab import strategies  # noqa: E402
+from memlab.base import ConfigError  # noqa: E402
 from memlab.eval.configuration import configuration_hash  # noqa: E402
 from memlab.eval.metrics import summarize  # noqa: E402
 
@@ -135,12 +144,15 @@ def ablation_runs(base: dict[str, Any] | None = None) -> list[tuple[str, str, di
     return rows
 
 
-def ablation_rows(base: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], bool]]:
-    """``ablation_runs(base)`` labelled as recorded: "recall_plus[e5] ..." for a dense base."""
+def ablation_rows(base: dict[str, Any], dual: bool = True) -> list[tuple[str, str, dict[str, Any], bool]]:
+    """``ablation_runs(base)`` labelled as recorded: "recall_plus[e5] ..." for a dense base,
+    then (``dual``) MiniLM fused beside e5."""
     if not base.get("embedders"):
         return ablation_runs(base)
     rows = [(label.replace("recall_plus", "recall_plus[e5]", 1), name, params, dense)
             for label, name, params, dense in ablation_runs(base)]
+    if not dual:
+        return rows
     # dual embedders: MiniLM fused beside e5 (hybrid_plus[e5,minilm]'s weights in bench_locomo.py)
     return rows + [("recall_plus[e5] + minilm (dual embedders)", "recall_plus",
                     base | {"embedders": ["e5", "minilm"], "weights": [1.0, 0.5, 0.3]}, True)]
@@ -223,6 +235,60 @@ def run_rows(calls: list[tuple[str, Callable[..., Any], tuple]], workers: int = 
     return {label: results[label] for label, _, _ in calls}
 
 
+#: Re-run to check a record before its other rows are reused (``--reuse``): the default, and its
+#: dense form where the run has dense rows. Their figures must equal the record's.
+CHECKS = ("recall_plus", "recall_plus[e5]")
+#: What a re-run may change: how long it took.
+TIMING = ("seconds", "ms_per_question")
+
+
+def run_or_reuse(todo: list[tuple[str, str, dict[str, Any], bool]], call: Callable[..., Any],
+                 args: Callable[[str, str, dict[str, Any]], tuple], workers: int,
+                 reuse: tuple[str, dict[str, Any], str] | None = None,
+                 expected: Callable[[str], str] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Each row's figures by label, in ``todo``'s order, and what was reused (None without ``reuse``).
+
+    With ``reuse = (path, record, key)``, a row of the record's ``key`` section is reused when
+    its ``config_hash`` is the one HEAD gives its label (``expected``): same strategy, data and
+    protocol. First the rows of ``CHECKS`` among those re-run; each must equal its recorded
+    figures on everything but ``TIMING``, else a ConfigError names the first figure that differs
+    and nothing is reused. Then the rows the record lacks (or holds with another configuration)
+    run. The checks keep their fresh figures (equal but for the times)."""
+    chained = frozenset(r[0] for r in todo if r[3])
+
+    def run(rows: list[tuple[str, str, dict[str, Any], bool]]) -> dict[str, Any]:
+        return run_rows([(label, call, args(label, name, params)) for label, name, params, _ in rows],
+                        workers, chained) if rows else {}
+
+    if reuse is None:
+        return run(todo), None
+    path, record, key = reuse
+    old = (record.get("benchmarks") or {}).get(key)
+    if not isinstance(old, dict) or "table" not in old:
+        raise ConfigError(f"--reuse {path}: expected a {key!r} section, found "
+                          f"{sorted(record.get('benchmarks') or {}) or 'none'}")
+    recorded = old["table"] | old.get("ablation", {})
+    same = {r[0] for r in todo if r[0] in recorded and recorded[r[0]].get("config_hash") == expected(r[0])}
+    checks = [r for r in todo if r[0] in CHECKS and r[0] in same]
+    if not checks:
+        raise ConfigError(f"--reuse {path}: {key} holds none of the check rows {list(CHECKS)} as HEAD "
+                          "configures it, so none of its rows is reused")
+    done = run(checks)
+    for label, fresh in done.items():
+        for name in sorted(set(fresh) | set(recorded[label]), key=str):
+            if name not in TIMING and fresh.get(name) != recorded[label].get(name):
+                raise ConfigError(f"--reuse {path}: {key} {label} {name} is {fresh.get(name)} now but "
+                                  f"{recorded[label].get(name)} in the record; its figures are not this "
+                                  "code's, so none is reused")
+    done |= run([r for r in todo if r[0] not in same])
+    reused = [r[0] for r in todo if r[0] not in done]
+    done |= {label: recorded[label] for label in reused}
+    p = old.get("provenance", {})
+    return ({r[0]: done[r[0]] for r in todo},
+            {"record": path, "git_commit": p.get("git_commit"), "date": p.get("date"),
+             "checked": [r[0] for r in checks], "rows": reused})
+
+
 def print_table(title: str, table: dict[str, dict[str, Any]], metrics: list[str]) -> None:
     print(f"\n{title}")
     print("| strategy | " + " | ".join(f"{m} [95% CI]" for m in metrics) + " | ms/q |")
@@ -253,7 +319,7 @@ def write_section(path: str, key: str, section: dict[str, Any]) -> None:
 
 
 def locomo_format_section(data_path: str, fmt: str | None, lexical_only: bool, ablation: bool,
-                          workers: int = 1) -> dict[str, Any]:
+                          workers: int = 1, reuse: tuple[str, dict[str, Any], str] | None = None) -> dict[str, Any]:
     from memlab.eval import load_any
     from memlab.eval.dataset_files import dataset_files
     from memlab.eval.provenance import run_provenance
@@ -268,8 +334,9 @@ def locomo_format_section(data_path: str, fmt: str | None, lexical_only: bool, a
     abl_runs = [r for base in ([{}] if lexical_only else [{}, {"embedders": ["e5"]}]) for r in ablation_rows(base)]
     labels = {r[0] for r in runs}
     todo = runs + ([r for r in abl_runs if r[0] not in labels] if ablation else [])
-    done = run_rows([(label, run_locomo_format, (label, name, params, dataset, data_sha256))
-                     for label, name, params, _ in todo], workers, frozenset(r[0] for r in todo if r[3]))
+    done, reused = run_or_reuse(
+        todo, run_locomo_format, lambda label, name, params: (label, name, params, dataset, data_sha256), workers,
+        reuse, lambda label: configuration_hash(build(label), data_sha256, LOCOMO_PROTOCOL))
     table = {r[0]: done[r[0]] for r in runs}
     print_table(f"{dataset.name}: generalisation", table, LOCOMO_METRICS)
     section: dict[str, Any] = {"dataset": dataset.name, "n_dialogues": len(dataset.dialogues),
@@ -278,13 +345,24 @@ def locomo_format_section(data_path: str, fmt: str | None, lexical_only: bool, a
     if ablation:
         section["ablation"] = {r[0]: done[r[0]] for r in abl_runs}
         print_table(f"{dataset.name}: ablation", section["ablation"], LOCOMO_METRICS)
+    if reused is not None:
+        section["reused"] = reused
     section["workers"] = workers
     section["load_avg_1m"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
     return section
 
 
+def lme_ablation_rows(lexical_only: bool = False) -> list[tuple[str, str, dict[str, Any], bool]]:
+    """LongMemEval's ablation: the lexical rows, then (unless ``lexical_only``) the same over
+    e5-fused keys. The dual-embedder row is left out here: MiniLM would need a cold fill of
+    its own over S dev's haystacks (e5's is most of the first dense row's time per question,
+    ``hybrid_plus`` in the table), and on LoCoMo and BEAM that row stays inside
+    ``recall_plus[e5]``'s intervals."""
+    return ablation_rows({}) + ([] if lexical_only else ablation_rows({"embedders": ["e5"]}, dual=False))
+
+
 def lme_section(limit: int | None, ablation: bool, lexical_only: bool = False,
-                workers: int = 1) -> dict[str, Any] | None:
+                workers: int = 1, reuse: tuple[str, dict[str, Any], str] | None = None) -> dict[str, Any] | None:
     from memlab.eval.paths import LONGMEMEVAL_S, longmemeval_path
     from memlab.eval.provenance import run_provenance
 
@@ -296,9 +374,14 @@ def lme_section(limit: int | None, ablation: bool, lexical_only: bool = False,
     load_start = os.getloadavg()[0]
     runs = [r for r in LME_RUNS if not (r[3] and lexical_only)]
     labels = {r[0] for r in runs}
-    todo = runs + ([r for r in ablation_runs() if r[0] not in labels] if ablation else [])
-    done = run_rows([(label, run_lme, (label, name, params, s_path, limit)) for label, name, params, _ in todo],
-                    workers, frozenset(r[0] for r in todo if r[3]))
+    abl_runs = lme_ablation_rows(lexical_only)
+    todo = runs + ([r for r in abl_runs if r[0] not in labels] if ablation else [])
+    import bench_longmemeval as lme
+
+    sha = list(provenance["data"].values())
+    protocol = lme.PROTOCOL | {"roles": ["user"], "questions": None, "limit": limit}
+    done, reused = run_or_reuse(todo, run_lme, lambda label, name, params: (label, name, params, s_path, limit),
+                                workers, reuse, lambda label: configuration_hash(build(label), sha, protocol))
     for label, f in done.items():
         print(f"longmemeval s dev {label}: " + json.dumps({m: f[m] for m in LME_METRICS}), flush=True)
     table = {r[0]: done[r[0]] for r in runs}
@@ -307,8 +390,10 @@ def lme_section(limit: int | None, ablation: bool, lexical_only: bool = False,
                                "protocol": {"ks": list(LME_KS), "budgets": list(LME_BUDGETS), "roles": ["user"]},
                                "provenance": provenance, "table": table}
     if ablation:
-        section["ablation"] = {r[0]: done[r[0]] for r in ablation_runs()}
+        section["ablation"] = {r[0]: done[r[0]] for r in abl_runs}
         print_table("LongMemEval S dev: ablation", section["ablation"], LME_METRICS)
+    if reused is not None:
+        section["reused"] = reused
     section["workers"] = workers
     section["load_avg_1m"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
     return section
@@ -326,7 +411,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1,
                     help="processes that run the rows side by side (the figures do not change; the times do)")
     ap.add_argument("--record", default=None, help="JSON file to write each benchmark's section into")
+    ap.add_argument("--reuse", default=None, metavar="RECORD",
+                    help="take the rows RECORD holds with HEAD's configuration, after its default re-runs equal")
     args = ap.parse_args(argv)
+    try:
+        return _main(args)
+    except ConfigError as e:  # a record that cannot be reused: one line, exit 2
+        print(f"bench_generalise: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
+    reuse_record: dict[str, Any] | None = None
+    if args.reuse:
+        try:
+            reuse_record = json.loads(Path(args.reuse).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"--reuse {args.reuse}: expected a bench_generalise record (JSON), got {e}") from None
+
+    def reuse(key: str) -> tuple[str, dict[str, Any], str] | None:
+        return None if reuse_record is None else (args.reuse, reuse_record, key)
+
     chosen = {b for b in args.benchmarks.split(",") if b and b != "none"}
     unknown = chosen - {"locomo", "longmemeval"}
     if unknown:
@@ -340,12 +445,14 @@ def main(argv: list[str] | None = None) -> int:
             print("LoCoMo not found: set MEMLAB_LOCOMO or put it at ../shared/datasets/locomo/locomo10.json")
             return 1
         sections["locomo"] = locomo_format_section(path, "locomo", args.lexical_only, not args.no_ablation,
-                                                   args.workers)
+                                                   args.workers, reuse("locomo"))
     for path in args.dataset:
-        sections[f"{args.format}:{Path(path).name}"] = locomo_format_section(
-            path, args.format, args.lexical_only, not args.no_ablation, args.workers)
+        key = f"{args.format}:{Path(path).name}"
+        sections[key] = locomo_format_section(path, args.format, args.lexical_only, not args.no_ablation,
+                                              args.workers, reuse(key))
     if "longmemeval" in chosen:
-        found = lme_section(args.lme_limit, not args.no_ablation, args.lexical_only, args.workers)
+        found = lme_section(args.lme_limit, not args.no_ablation, args.lexical_only, args.workers,
+                            reuse("longmemeval_s"))
         if found is not None:
             sections["longmemeval_s"] = found
     if args.record:

@@ -862,9 +862,13 @@ def render_generalise(_: str = "") -> str:
         lines += [f"**{title}**, {record.get('n_questions', '')} questions:".replace(",  questions", ""), "",
                   "| strategy | " + " | ".join(metrics) + " | ms per question |",
                   "|---|" + "---:|" * (len(metrics) + 1)]
+        reused = set((record.get("reused") or {}).get("rows", []))
+
+        def ms(name: str, row: dict[str, Any]) -> str:  # a reused row's time is its own run's
+            return f"{row['ms_per_question']:.1f}" + (" †" if name in reused else "")
+
         for name, row in record["table"].items():
-            lines.append(f"| `{name}` | " + " | ".join(_with_ci(row, m) for m in metrics)
-                         + f" | {row['ms_per_question']:.1f} |")
+            lines.append(f"| `{name}` | " + " | ".join(_with_ci(row, m) for m in metrics) + f" | {ms(name, row)} |")
         default = record["table"].get("recall_plus")
         if default:
             cats = default["categories"]
@@ -887,9 +891,17 @@ def render_generalise(_: str = "") -> str:
                       "| variant | " + " | ".join(metrics) + " | ms per question |", "|---|" + "---:|" * (len(metrics) + 1)]
             for name, row in record["ablation"].items():
                 lines.append(f"| `{name}` | " + " | ".join(_with_ci(row, m) for m in metrics)
-                             + f" | {row['ms_per_question']:.1f} |")
+                             + f" | {ms(name, row)} |")
         lines += ["", f"Record `bench/results/generalise.json` ({key}): "
-                      f"{describe_provenance(record['provenance'], record.get('load_avg_1m'))}.", ""]
+                      f"{describe_provenance(record['provenance'], record.get('load_avg_1m'))}."]
+        if reused:
+            r = record["reused"]
+            lines += ["", f"† Reused (`--reuse`) from the run at `{(r.get('git_commit') or '?')[:10]}` on "
+                          f"{(r.get('date') or '?')[:16].replace('T', ' ')} UTC, after "
+                          + " and ".join(f"`{c}`" for c in r["checked"])
+                          + " re-ran equal on every figure; their ms per question are that run's, so compare "
+                            "them only with each other."]
+        lines.append("")
     return "\n" + "\n".join(lines + generalise_targets(bench))
 
 

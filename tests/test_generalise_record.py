@@ -272,6 +272,61 @@ def test_coordinate_ascent_keeps_ties_and_revisits_parts(tune):
     assert tie[0] == {"a": 1} and len(tie[1]) == 1  # the current setting stays on a tie; nothing changed: stop
 
 
+def test_bench_reuse_adds_rows_only_after_the_default_re_runs_equal(bench, tmp_path, capsys):
+    """bench_generalise --reuse on a small LoCoMo file: the rows the record holds with HEAD's
+    configuration are taken from it once recall_plus re-runs equal (a row recorded with another
+    configuration runs again); a figure off, or a record without the section, exits 2 with one
+    line and writes nothing."""
+    mini = str(REPO / "tests" / "data" / "locomo_mini.json")
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    args = ["--benchmarks", "none", "--dataset", mini, "--lexical-only", "--no-ablation"]
+    assert bench.main(args + ["--record", str(first)]) == 0
+    record = json.loads(first.read_text(encoding="utf-8"))
+    (key, section), = record["benchmarks"].items()
+    section["table"]["bm25"]["config_hash"] = "0" * 64  # as if recorded with another configuration
+    first.write_text(json.dumps(record), encoding="utf-8")
+    assert bench.main(args + ["--reuse", str(first), "--record", str(second)]) == 0
+    again = json.loads(second.read_text(encoding="utf-8"))["benchmarks"][key]
+    assert again["reused"]["checked"] == ["recall_plus"]
+    assert again["reused"]["rows"] == [label for label in section["table"] if label not in ("recall_plus", "bm25")]
+    assert again["reused"]["git_commit"] == section["provenance"]["git_commit"]
+    strip = {"seconds", "ms_per_question"}
+    for label, row in section["table"].items():
+        if label != "bm25":
+            assert {k: v for k, v in again["table"][label].items() if k not in strip} == \
+                   {k: v for k, v in row.items() if k not in strip}, label
+    assert again["table"]["bm25"]["config_hash"] != "0" * 64  # re-run, not taken
+    capsys.readouterr()
+    section["table"]["recall_plus"]["recall@5"] += 0.1
+    first.write_text(json.dumps(record), encoding="utf-8")
+    second.unlink()
+    assert bench.main(args + ["--reuse", str(first), "--record", str(second)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"{key} recall_plus recall@5 is" in err and "none is reused" in err
+    other = tmp_path / "other.json"
+    other.write_bytes(Path(mini).read_bytes())
+    assert bench.main(["--benchmarks", "none", "--dataset", str(other), "--lexical-only", "--no-ablation",
+                       "--reuse", str(first), "--record", str(second)]) == 2
+    assert "expected a 'locomo:other.json' section" in capsys.readouterr().err
+    assert not second.exists()
+
+
+def test_reused_rows_are_marked_with_the_run_they_come_from(rr, monkeypatch):
+    """A section that took rows from an earlier run (--reuse) marks their times, which are that
+    run's, and names the run and the rows that re-ran equal."""
+    row = {"recall@5": 50.0, "recall@5_ci": [40.0, 60.0], "recall@512tok": 60.0, "recall@512tok_ci": [50.0, 70.0],
+           "ms_per_question": 3.0, "categories": {"a": {"recall@5": 50.0, "recall@512tok": 60.0, "n_scored": 4}}}
+    section = {"dataset": "locomo", "table": {"recall_plus": row, "bm25": dict(row, ms_per_question=1.5)},
+               "provenance": _record()["benchmarks"]["locomo"]["provenance"],
+               "reused": {"git_commit": "abcdef0123456789", "date": "2026-12-06T20:14:09Z",
+                          "checked": ["recall_plus"], "rows": ["bm25"]}}
+    monkeypatch.setattr(rr, "load", lambda name: {"benchmarks": {"locomo": section}})
+    text = rr.render_generalise()
+    assert "| `bm25` | 50.0 [40.0, 60.0] | 60.0 [50.0, 70.0] | 1.5 † |" in text
+    assert "| `recall_plus` | 50.0 [40.0, 60.0] | 60.0 [50.0, 70.0] | 3.0 |" in text
+    assert "† Reused (`--reuse`) from the run at `abcdef0123` on 2026-12-06 20:14 UTC, after `recall_plus` re-ran" in text
+
+
 def test_reuse_takes_a_records_figures_only_when_one_re_runs_equal(tune):
     """--reuse: the record's LongMemEval and BEAM figures are taken when the check
     configuration's fresh figures equal its recorded ones; one figure off, a limited record or

@@ -253,12 +253,13 @@ def run_or_reuse(todo: list[tuple[str, str, dict[str, Any], bool]], call: Callab
     protocol. First the rows of ``CHECKS`` among those re-run; each must equal its recorded
     figures on everything but ``TIMING``, else a ConfigError names the first figure that differs
     and nothing is reused. Then the rows the record lacks (or holds with another configuration)
-    run. The checks keep their fresh figures (equal but for the times)."""
+    run, side by side even when dense once a dense check has filled the cache. The checks keep
+    their fresh figures (equal but for the times)."""
     chained = frozenset(r[0] for r in todo if r[3])
 
-    def run(rows: list[tuple[str, str, dict[str, Any], bool]]) -> dict[str, Any]:
+    def run(rows: list[tuple[str, str, dict[str, Any], bool]], chain: frozenset[str] = chained) -> dict[str, Any]:
         return run_rows([(label, call, args(label, name, params)) for label, name, params, _ in rows],
-                        workers, chained) if rows else {}
+                        workers, chain) if rows else {}
 
     if reuse is None:
         return run(todo), None
@@ -280,7 +281,9 @@ def run_or_reuse(todo: list[tuple[str, str, dict[str, Any], bool]], call: Callab
                 raise ConfigError(f"--reuse {path}: {key} {label} {name} is {fresh.get(name)} now but "
                                   f"{recorded[label].get(name)} in the record; its figures are not this "
                                   "code's, so none is reused")
-    done |= run([r for r in todo if r[0] not in same])
+    # a dense check has filled the embedding cache the other e5 rows read, so they need not
+    # run one after another (a row with another embedder fills its own, once)
+    done |= run([r for r in todo if r[0] not in same], frozenset() if any(r[3] for r in checks) else chained)
     reused = [r[0] for r in todo if r[0] not in done]
     done |= {label: recorded[label] for label in reused}
     p = old.get("provenance", {})

@@ -289,7 +289,9 @@ def run_or_reuse(todo: list[tuple[str, str, dict[str, Any], bool]], call: Callab
     p = old.get("provenance", {})
     return ({r[0]: done[r[0]] for r in todo},
             {"record": path, "git_commit": p.get("git_commit"), "date": p.get("date"),
-             "checked": [r[0] for r in checks], "rows": reused})
+             "checked": [r[0] for r in checks], "rows": reused,
+             # the reused rows' times are that run's: its times for the checks are their baseline
+             "checked_ms_per_question": {r[0]: recorded[r[0]].get("ms_per_question") for r in checks}})
 
 
 def print_table(title: str, table: dict[str, dict[str, Any]], metrics: list[str]) -> None:

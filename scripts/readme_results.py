@@ -900,7 +900,9 @@ def render_generalise(_: str = "") -> str:
                           f"{(r.get('date') or '?')[:16].replace('T', ' ')} UTC, after "
                           + " and ".join(f"`{c}`" for c in r["checked"])
                           + " re-ran equal on every figure; their ms per question are that run's, so compare "
-                            "them only with each other."]
+                            "them with each other and with that run's "
+                          + " and ".join(f"`{c}` ({ms:.1f})" for c, ms in r.get("checked_ms_per_question", {}).items())
+                          + ", not with this run's."]
         lines.append("")
     return "\n" + "\n".join(lines + generalise_targets(bench))
 

@@ -290,6 +290,7 @@ def test_bench_reuse_adds_rows_only_after_the_default_re_runs_equal(bench, tmp_p
     assert again["reused"]["checked"] == ["recall_plus"]
     assert again["reused"]["rows"] == [label for label in section["table"] if label not in ("recall_plus", "bm25")]
     assert again["reused"]["git_commit"] == section["provenance"]["git_commit"]
+    assert again["reused"]["checked_ms_per_question"] == {"recall_plus": section["table"]["recall_plus"]["ms_per_question"]}
     strip = {"seconds", "ms_per_question"}
     for label, row in section["table"].items():
         if label != "bm25":
@@ -319,12 +320,14 @@ def test_reused_rows_are_marked_with_the_run_they_come_from(rr, monkeypatch):
     section = {"dataset": "locomo", "table": {"recall_plus": row, "bm25": dict(row, ms_per_question=1.5)},
                "provenance": _record()["benchmarks"]["locomo"]["provenance"],
                "reused": {"git_commit": "abcdef0123456789", "date": "2026-12-06T20:14:09Z",
-                          "checked": ["recall_plus"], "rows": ["bm25"]}}
+                          "checked": ["recall_plus"], "rows": ["bm25"],
+                          "checked_ms_per_question": {"recall_plus": 2.5}}}
     monkeypatch.setattr(rr, "load", lambda name: {"benchmarks": {"locomo": section}})
     text = rr.render_generalise()
     assert "| `bm25` | 50.0 [40.0, 60.0] | 60.0 [50.0, 70.0] | 1.5 † |" in text
     assert "| `recall_plus` | 50.0 [40.0, 60.0] | 60.0 [50.0, 70.0] | 3.0 |" in text
     assert "† Reused (`--reuse`) from the run at `abcdef0123` on 2026-12-06 20:14 UTC, after `recall_plus` re-ran" in text
+    assert "compare them with each other and with that run's `recall_plus` (2.5), not with this run's." in text
 
 
 def test_reuse_takes_a_records_figures_only_when_one_re_runs_equal(tune):
@@ -424,6 +427,22 @@ def test_the_prose_of_docs_results_holds_on_the_records():
         low, high = b["recall_plus[e5]"][m + "_ci"]
         assert low <= b["recall_plus[e5] + minilm (dual embedders)"][m] <= high, m
     assert b["recall_plus[e5] + minilm (dual embedders)"]["ms_per_question"] > 3 * b["recall_plus"]["ms_per_question"]
+    # LongMemEval's dense rows: e5 above the default everywhere, beyond its interval at 1,024
+    # tokens; every dense ablation row inside recall_plus[e5]'s intervals but session diversity,
+    # which is below them on every metric (the lexical one below the default's at 5 units)
+    assert "every row but `+ session diversity` stays inside `recall_plus[e5]`'s intervals" in text
+    lr, lme_metrics = rows("longmemeval_s"), ("lme_recall_any@5", "lme_recall_all@5", "recall@1024tok")
+    for m in lme_metrics:
+        assert lr["recall_plus[e5]"][m] > lr["recall_plus"][m], m
+        assert lr["recall_plus[e5] + session diversity"][m] < lr["recall_plus[e5]"][m + "_ci"][0], m
+        if m.endswith("@5"):
+            assert lr["recall_plus + session diversity"][m] < lr["recall_plus"][m + "_ci"][0], m
+        for label, row in lr.items():
+            if label.startswith("recall_plus[e5] ") and "session diversity" not in label:
+                low, high = lr["recall_plus[e5]"][m + "_ci"]
+                assert low <= row[m] <= high, (label, m)
+    assert lr["recall_plus[e5]"]["recall@1024tok"] > lr["recall_plus"]["recall@1024tok_ci"][1]
+    assert not any("minilm" in label for label in lr)
     # the one-pass search kept session fusion when BEAM 500K's development conversations showed no loss from it
     for fold in tuning["folds"].values():
         step = next(s for s in fold["steps"] if s["part"] == "session fusion")

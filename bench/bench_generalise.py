@@ -48,8 +48,9 @@ to the default's is the part's cost per question.
 holds with the configuration HEAD gives its label (its ``config_hash``: strategy, data and
 protocol) is taken from it, once ``recall_plus`` (and ``recall_plus[e5]`` where the run has
 dense rows) re-run equal to RECORD on every figure but time; otherwise it exits 2 naming the
-first figure that differs. The section's ``reused`` names the run the rows come from; their
-``ms/q`` are that run's, on that run's machine.
+first figure that differs. The section's ``reused`` names the run the rows come from and
+that run's ``ms/q`` for the checks: the reused rows' ``ms/q`` are that run's, on that run's
+machine, and read against those.
 
 ``--record FILE`` writes each benchmark's section (its provenance taken before the run:
 commit, command, date, machine, packages, the data files' sha256) into FILE, replacing

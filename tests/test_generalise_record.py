@@ -112,9 +112,10 @@ def test_the_oracle_row_is_a_ceiling_never_the_best(rr):
 
 
 def test_the_tuned_default_is_recall_plus_default():
+    """recall_plus's DEFAULTS are the two-pass tuning's choice (the latest run of the protocol)."""
     from memlab.strategies.recall_plus import DEFAULTS
 
-    tuning = json.loads(TUNING.read_text(encoding="utf-8"))
+    tuning = json.loads(TUNING_2PASS.read_text(encoding="utf-8"))
     assert {k: DEFAULTS[k] for k in tuning["default"]} == tuning["default"]
 
 
@@ -149,6 +150,17 @@ def locomo():
 
 
 @pytest.mark.slow
+def test_every_beam_row_is_heads_configuration(bench):
+    """The sections of files given with --dataset (BEAM 100K here) follow HEAD's configuration too."""
+    sections = {k: v for k, v in _record()["benchmarks"].items() if k not in ("locomo", "longmemeval_s")}
+    assert sections
+    for key, section in sections.items():
+        data = sorted(section["provenance"]["data"].values())
+        for label, figures in _rows(section).items():
+            now = configuration_hash(bench.build(label), data, bench.LOCOMO_PROTOCOL)
+            assert now == figures["config_hash"], f"generalise.json {key} {label!r}: HEAD configures it otherwise"
+
+
 def test_the_lexical_locomo_row_equals_a_rerun(locomo, bench, rr):
     dataset, sha = locomo
     section = _record()["benchmarks"]["locomo"]
@@ -287,10 +299,12 @@ def test_bench_reuse_adds_rows_only_after_the_default_re_runs_equal(bench, tmp_p
     first.write_text(json.dumps(record), encoding="utf-8")
     assert bench.main(args + ["--reuse", str(first), "--record", str(second)]) == 0
     again = json.loads(second.read_text(encoding="utf-8"))["benchmarks"][key]
-    assert again["reused"]["checked"] == ["recall_plus"]
-    assert again["reused"]["rows"] == [label for label in section["table"] if label not in ("recall_plus", "bm25")]
+    assert again["reused"]["checked"] == ["bm25_plus", "recall_plus"]
+    assert again["reused"]["rows"] == [label for label in section["table"]
+                                       if label not in ("bm25_plus", "recall_plus", "bm25")]
     assert again["reused"]["git_commit"] == section["provenance"]["git_commit"]
-    assert again["reused"]["checked_ms_per_question"] == {"recall_plus": section["table"]["recall_plus"]["ms_per_question"]}
+    assert again["reused"]["checked_ms_per_question"] == {
+        label: section["table"][label]["ms_per_question"] for label in ("bm25_plus", "recall_plus")}
     strip = {"seconds", "ms_per_question"}
     for label, row in section["table"].items():
         if label != "bm25":
@@ -310,6 +324,28 @@ def test_bench_reuse_adds_rows_only_after_the_default_re_runs_equal(bench, tmp_p
                        "--reuse", str(first), "--record", str(second)]) == 2
     assert "expected a 'locomo:other.json' section" in capsys.readouterr().err
     assert not second.exists()
+
+
+def test_after_a_change_of_defaults_only_the_references_are_reused(bench, tmp_path):
+    """When the record's default was recorded with other DEFAULTS, bm25_plus is the check, the
+    references are reused, and every variant of the default re-runs, even one whose own
+    configuration is unchanged (its cost is read against its default's time in one run)."""
+    mini = str(REPO / "tests" / "data" / "locomo_mini.json")
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    args = ["--benchmarks", "none", "--dataset", mini, "--lexical-only"]
+    assert bench.main(args + ["--record", str(first)]) == 0
+    record = json.loads(first.read_text(encoding="utf-8"))
+    (key, section), = record["benchmarks"].items()
+    for part in ("table", "ablation"):  # as if recorded before a change of recall_plus's DEFAULTS
+        section[part]["recall_plus"]["config_hash"] = "0" * 64
+    first.write_text(json.dumps(record), encoding="utf-8")
+    assert bench.main(args + ["--reuse", str(first), "--record", str(second)]) == 0
+    again = json.loads(second.read_text(encoding="utf-8"))["benchmarks"][key]
+    assert again["reused"]["checked"] == ["bm25_plus"]
+    assert again["reused"]["rows"] == [label for label in section["table"]
+                                       if not label.startswith(("bm25_plus", "recall_plus"))]
+    assert set(again["ablation"]) == set(section["ablation"]) and len(again["ablation"]) > 1
+    assert again["table"]["recall_plus"]["config_hash"] != "0" * 64  # re-run, not taken
 
 
 def test_reused_rows_are_marked_with_the_run_they_come_from(rr, monkeypatch):

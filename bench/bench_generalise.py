@@ -257,9 +257,11 @@ def run_or_reuse(todo: list[tuple[str, str, dict[str, Any], bool]], call: Callab
     its ``config_hash`` is the one HEAD gives its label (``expected``): same strategy, data and
     protocol. First the rows of ``CHECKS`` among those re-run; each must equal its recorded
     figures on everything but ``TIMING``, else a ConfigError names the first figure that differs
-    and nothing is reused. Then the rows the record lacks (or holds with another configuration)
-    run, side by side even when dense once a dense check has filled the cache. The checks keep
-    their fresh figures (equal but for the times)."""
+    and nothing is reused. Only the rows one run measured are taken, the run that measured the
+    first check (a row the record itself reused was measured by the run its ``reused`` names), so
+    that their times are read against that run's times for the checks; a variant of the default
+    comes only with its default. The other rows run, side by side even when dense once a dense
+    check has filled the cache. The checks keep their fresh figures (equal but for the times)."""
     chained = frozenset(r[0] for r in todo if r[3])
 
     def run(rows: list[tuple[str, str, dict[str, Any], bool]], chain: frozenset[str] = chained) -> dict[str, Any]:
@@ -275,13 +277,22 @@ def run_or_reuse(todo: list[tuple[str, str, dict[str, Any], bool]], call: Callab
                           f"{sorted(record.get('benchmarks') or {}) or 'none'}")
     recorded = old["table"] | old.get("ablation", {})
     same = {r[0] for r in todo if r[0] in recorded and recorded[r[0]].get("config_hash") == expected(r[0])}
-    # a variant's cost is its time against its default's in one run: it comes with its default
-    same -= {label for label in same if label.startswith(("recall_plus ", "recall_plus[e5] "))
-             and label.partition(" ")[0] not in same}
     checks = [r for r in todo if r[0] in CHECKS and r[0] in same]
     if not checks:
         raise ConfigError(f"--reuse {path}: {key} holds none of the check rows {list(CHECKS)} as HEAD "
                           "configures it, so none of its rows is reused")
+    p, earlier = old.get("provenance", {}), old.get("reused") or {}
+
+    def origin(label: str) -> tuple[Any, Any]:  # the run that measured a row (a reused one: its own run)
+        src = earlier if label in earlier.get("rows", []) else p
+        return src.get("git_commit"), src.get("date")
+
+    # one run's rows only, read against that run's times for the checks
+    base = origin(checks[0][0])
+    timed = [r[0] for r in checks if origin(r[0]) == base]
+    take = {label for label in same - set(CHECKS) if origin(label) == base
+            # a variant's cost is its time against its default's in one run: it comes with its default
+            and (not label.startswith(("recall_plus ", "recall_plus[e5] ")) or label.partition(" ")[0] in timed)}
     done = run(checks)
     for label, fresh in done.items():
         for name in sorted(set(fresh) | set(recorded[label]), key=str):
@@ -291,15 +302,15 @@ def run_or_reuse(todo: list[tuple[str, str, dict[str, Any], bool]], call: Callab
                                   "code's, so none is reused")
     # a dense check has filled the embedding cache the other e5 rows read, so they need not
     # run one after another (a row with another embedder fills its own, once)
-    done |= run([r for r in todo if r[0] not in same], frozenset() if any(r[3] for r in checks) else chained)
+    done |= run([r for r in todo if r[0] not in take and r[0] not in done],
+                frozenset() if any(r[3] for r in checks) else chained)
     reused = [r[0] for r in todo if r[0] not in done]
     done |= {label: recorded[label] for label in reused}
-    p = old.get("provenance", {})
     return ({r[0]: done[r[0]] for r in todo},
-            {"record": path, "git_commit": p.get("git_commit"), "date": p.get("date"),
+            {"record": path, "git_commit": base[0], "date": base[1],
              "checked": [r[0] for r in checks], "rows": reused,
              # the reused rows' times are that run's: its times for the checks are their baseline
-             "checked_ms_per_question": {r[0]: recorded[r[0]].get("ms_per_question") for r in checks}})
+             "checked_ms_per_question": {label: recorded[label].get("ms_per_question") for label in timed}})
 
 
 def print_table(title: str, table: dict[str, dict[str, Any]], metrics: list[str]) -> None:

@@ -29,12 +29,12 @@ Protocol (issue 32, "honest tuning"):
   all-off start) and finding every figure equal; LoCoMo is always re-run. The record names the
   run whose figures it reused, and their ``seconds`` are that run's.
 
-Records: ``bench/results/generalise_tuning.json`` is this protocol's run, whose choice
-``recall_plus``'s ``DEFAULTS`` hold; ``bench/results/generalise_tuning_2pass.json`` is its second
-pass (``--passes 2 --reuse``), whose choice is not adopted until every ``recall_plus`` record is
-re-recorded; ``bench/results/generalise_tuning_locomo_lme.json`` is the
+Records: ``bench/results/generalise_tuning_2pass.json`` is this protocol's run with two passes
+(``--passes 2 --reuse``), whose choice ``recall_plus``'s ``DEFAULTS`` hold (own-turn keys at
+0.5); ``bench/results/generalise_tuning.json`` is its first pass alone, whose choice (own-turn
+keys at 1.0) was the default before; ``bench/results/generalise_tuning_locomo_lme.json`` is the
 earlier run over LoCoMo and LongMemEval alone (before BEAM and the long-message parts joined),
-kept for comparison: its choice was the default before this one.
+kept for comparison.
 """
 
 from __future__ import annotations

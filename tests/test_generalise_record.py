@@ -348,6 +348,29 @@ def test_after_a_change_of_defaults_only_the_references_are_reused(bench, tmp_pa
     assert again["table"]["recall_plus"]["config_hash"] != "0" * 64  # re-run, not taken
 
 
+def test_a_reused_row_is_named_with_the_run_that_measured_it(bench, tmp_path):
+    """Reusing from a record that itself reused rows: the rows are taken only from the run that
+    measured the checks, and the section names that run, so a time is never read against
+    another run's baseline (the rows an earlier run measured re-run)."""
+    mini = str(REPO / "tests" / "data" / "locomo_mini.json")
+    first, second, third = tmp_path / "first.json", tmp_path / "second.json", tmp_path / "third.json"
+    args = ["--benchmarks", "none", "--dataset", mini, "--lexical-only", "--no-ablation"]
+    assert bench.main(args + ["--record", str(first)]) == 0
+    record = json.loads(first.read_text(encoding="utf-8"))
+    (key, section), = record["benchmarks"].items()
+    section["table"]["bm25"]["config_hash"] = "0" * 64  # re-runs in the second run
+    first.write_text(json.dumps(record), encoding="utf-8")
+    assert bench.main(args + ["--reuse", str(first), "--record", str(second)]) == 0
+    later = json.loads(second.read_text(encoding="utf-8"))
+    assert later["benchmarks"][key]["reused"]["git_commit"] == section["provenance"]["git_commit"]
+    later["benchmarks"][key]["provenance"]["git_commit"] = "f" * 40  # as if the second run were at a later commit
+    second.write_text(json.dumps(later), encoding="utf-8")
+    assert bench.main(args + ["--reuse", str(second), "--record", str(third)]) == 0
+    again = json.loads(third.read_text(encoding="utf-8"))["benchmarks"][key]["reused"]
+    assert again["git_commit"] == "f" * 40 and again["checked"] == ["bm25_plus", "recall_plus"]
+    assert again["rows"] == ["bm25"]  # the second run's own; the first run's rows ran again
+
+
 def test_reused_rows_are_marked_with_the_run_they_come_from(rr, monkeypatch):
     """A section that took rows from an earlier run (--reuse) marks their times, which are that
     run's, and names the run and the rows that re-ran equal."""

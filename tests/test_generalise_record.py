@@ -453,19 +453,26 @@ def test_the_prose_of_docs_results_holds_on_the_records():
     assert lme["bm25_sessions"]["lme_recall_all@5"] > lme["recall_plus"]["lme_recall_all@5"]
     assert lme["bm25_sessions"]["recall@1024tok"] < lme["recall_plus"]["recall@1024tok"]
     assert lowest(lme["recall_plus"]["categories"], "lme_recall_all@5", 1) == {"multi-session"}
-    # BEAM: apart from summarization, the three lowest are event ordering, instruction and preference
-    # following, each among the three lowest overlaps or the three most rivals
+    # BEAM: apart from summarization, the two lowest are event ordering and instruction following,
+    # the two lowest overlaps, among the three most rivals; the next two are preference following
+    # (second most rivals) and multi-session reasoning
     beam, bo = bench["beam:100K"]["table"], overlap["beam:100K"]["categories"]
-    three = {"event_ordering", "instruction_following", "preference_following"}
-    assert lowest(beam["recall_plus"]["categories"], "recall@5", 3, skip={"summarization"}) == three
-    assert all(c in lowest(bo, "overlap", 3) | highest(bo, "rivals", 3) for c in three)
+    two_lowest = {"event_ordering", "instruction_following"}
+    assert "the default's two lowest categories are event ordering and instruction following" in text
+    assert lowest(beam["recall_plus"]["categories"], "recall@5", 2, skip={"summarization"}) == two_lowest
+    assert lowest(bo, "overlap", 2) == two_lowest and two_lowest <= highest(bo, "rivals", 3)
+    assert lowest(beam["recall_plus"]["categories"], "recall@5", 4, skip={"summarization"}) == \
+        two_lowest | {"preference_following", "multi_session_reasoning"}
+    assert sorted(bo, key=lambda c: -bo[c]["rivals"])[1] == "preference_following"
     everything = overlap["beam:100K"]["all"], overlap["locomo"]["all"]
     assert everything[0]["overlap"] > everything[1]["overlap"] and everything[0]["rivals"] > everything[1]["rivals"]
     # the long-message rows: what they recover on BEAM, inside the intervals on the tuned benchmarks
     b = rows("beam:100K")
+    assert "level with plain `bm25`: below it at 5 units, above it at 512 tokens" in text
+    assert b["recall_plus"]["recall@5"] < b["bm25"]["recall@5"] and b["recall_plus"]["recall@512tok"] > b["bm25"]["recall@512tok"]
     for m in ("recall@5", "recall@512tok"):
         assert b["recall_plus - long-message keys"][m] < b["recall_plus"][m]
-        assert b["recall_plus"][m] >= b["bm25"][m] and b["recall_plus - session fusion"][m] > b["recall_plus"][m]
+        assert b["recall_plus - session fusion"][m] > b["recall_plus"][m]
     for m in ("recall@5", "recall@512tok"):  # "their intervals overlap"
         (a_low, a_high), (b_low, b_high) = b["recall_plus"][m + "_ci"], b["bm25"][m + "_ci"]
         assert a_low <= b_high and b_low <= a_high, m
@@ -477,7 +484,7 @@ def test_the_prose_of_docs_results_holds_on_the_records():
             assert low <= r["recall_plus - long-message keys"][m] <= high, (key, m)
     # BEAM's dense rows: e5 above the default inside its intervals; without session fusion higher
     # still, without the long-message keys lower; a second embedder inside e5's intervals, at
-    # several times the default's time per question
+    # under 1.5 times the default's time per question once cached
     assert "`recall_plus[e5]`) is above the default on both metrics, inside its intervals" in text
     for m in ("recall@5", "recall@512tok"):
         e5, low_high = b["recall_plus[e5]"][m], b["recall_plus"][m + "_ci"]
@@ -485,7 +492,8 @@ def test_the_prose_of_docs_results_holds_on_the_records():
         assert b["recall_plus[e5] - session fusion"][m] > e5 > b["recall_plus[e5] - long-message keys"][m], m
         low, high = b["recall_plus[e5]"][m + "_ci"]
         assert low <= b["recall_plus[e5] + minilm (dual embedders)"][m] <= high, m
-    assert b["recall_plus[e5] + minilm (dual embedders)"]["ms_per_question"] > 3 * b["recall_plus"]["ms_per_question"]
+    assert "costs less than half again the default's time" in text
+    assert b["recall_plus[e5] + minilm (dual embedders)"]["ms_per_question"] < 1.5 * b["recall_plus"]["ms_per_question"]
     # LongMemEval's dense rows: e5 above the default everywhere, beyond its interval at 1,024
     # tokens; every dense ablation row inside recall_plus[e5]'s intervals but session diversity,
     # which is below them on every metric (the lexical one below the default's at 5 units)
@@ -509,8 +517,13 @@ def test_the_prose_of_docs_results_holds_on_the_records():
         kept = next(t for t in step["tried"] if all(t["config"][k] == v for k, v in step["kept"].items()))
         assert kept["config"]["session_weight"] > 0 and kept["beam_dev"]["J"] >= off["beam_dev"]["J"]
     assert tuning["default_how"].startswith("the folds differ")
-    # the second pass keeps session fusion on in both folds and in its choice
+    # the second pass keeps session fusion on in both folds and in its choice, halves the own-turn
+    # keys' weight, and is recall_plus's default
     assert "It keeps session fusion on in both folds" in text
+    assert "halved the weight of the own-turn keys; `recall_plus`'s defaults are its choice" in text
+    assert "whose choice (the own-turn keys at twice the weight) was the default until" in text
+    assert tuning["default"]["turn_weight"] == 1.0
     two = json.loads(TUNING_2PASS.read_text(encoding="utf-8"))
     assert two["passes"] == 2 and any(s["pass"] == 2 for f in two["folds"].values() for s in f["steps"])
     assert all(f["chosen"]["session_weight"] > 0 for f in two["folds"].values()) and two["default"]["session_weight"] > 0
+    assert two["default"]["turn_weight"] == 0.5

@@ -436,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="processes that run the rows side by side (the figures do not change; the times do)")
     ap.add_argument("--record", default=None, help="JSON file to write each benchmark's section into")
     ap.add_argument("--reuse", default=None, metavar="RECORD",
-                    help="take the rows RECORD holds with HEAD's configuration, after its default re-runs equal")
+                    help="take the rows RECORD holds with HEAD's configuration, after its check rows "
+                         "(bm25_plus, recall_plus, recall_plus[e5]) re-run equal")
     args = ap.parse_args(argv)
     try:
         return _main(args)

@@ -510,6 +510,11 @@ def test_the_prose_of_docs_results_holds_on_the_records():
                 assert low <= row[m] <= high, (label, m)
     assert lr["recall_plus[e5]"]["recall@1024tok"] > lr["recall_plus"]["recall@1024tok_ci"][1]
     assert not any("minilm" in label for label in lr)
+    # "each section was recorded with --reuse ... every recall_plus row ran anew"
+    assert "every `recall_plus` row ran anew" in text
+    for key, section in bench.items():
+        reused = section.get("reused") or {}
+        assert reused.get("rows") and not any(r.startswith("recall_plus") for r in reused["rows"]), key
     # the one-pass search kept session fusion when BEAM 500K's development conversations showed no loss from it
     for fold in tuning["folds"].values():
         step = next(s for s in fold["steps"] if s["part"] == "session fusion")

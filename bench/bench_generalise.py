@@ -114,15 +114,15 @@ PARTS = {
     "neighbour cap": {"neighbour_words": 32},
     "own-turn keys": {"turn_weight": 0.5},  # the weight the tuning chose (recall_plus's DEFAULTS)
     "BM25 b=1": {"b": 1.0},
-    "long-message keys": {"turn_weight": 0.5, "b": 1.0, "neighbour_words": 32},
 }
+PARTS["long-message keys"] = PARTS["neighbour cap"] | PARTS["own-turn keys"] | PARTS["BM25 b=1"]
 #: The parameter that turns each part off.
 OFF = {"session fusion": {"session_weight": 0.0}, "session diversity": {"diversity": 0.0},
        "time boost": {"time_weight": 0.0},
        "neighbour window": {"window_decay": 0.0}, "keyphrase keys": {"keyphrase_weight": 0},
        "neighbour cap": {"neighbour_words": None}, "own-turn keys": {"turn_weight": 0.0},
-       "BM25 b=1": {"b": 0.75},
-       "long-message keys": {"turn_weight": 0.0, "b": 0.75, "neighbour_words": None}}
+       "BM25 b=1": {"b": 0.75}}
+OFF["long-message keys"] = OFF["neighbour cap"] | OFF["own-turn keys"] | OFF["BM25 b=1"]
 LOCOMO_PROTOCOL = {"ks": [5, 10], "k_max": 10, "budgets": [512]}
 LME_KS, LME_BUDGETS = (1, 3, 5, 10, 30, 50), (512, 1024, 2048)
 LOCOMO_METRICS = ["recall@5", "recall@512tok"]

@@ -119,14 +119,16 @@ def test_the_tuned_default_is_recall_plus_default():
     assert {k: DEFAULTS[k] for k in tuning["default"]} == tuning["default"]
 
 
-def test_every_locomo_row_is_heads_configuration(bench):
-    section = _record()["benchmarks"]["locomo"]
-    data = sorted(section["provenance"]["data"].values())
-    for label, figures in _rows(section).items():
-        now = configuration_hash(bench.build(label), data, bench.LOCOMO_PROTOCOL)
-        assert now == figures["config_hash"], (f"generalise.json locomo {label!r}: HEAD configures it otherwise; "
-                                               f"re-record: python bench/bench_generalise.py --benchmarks locomo "
-                                               f"--record bench/results/generalise.json")
+def test_every_locomo_format_row_is_heads_configuration(bench):
+    """LoCoMo's section and those of files given with --dataset (BEAM 100K here)."""
+    sections = {k: v for k, v in _record()["benchmarks"].items() if k != "longmemeval_s"}
+    assert "locomo" in sections and len(sections) > 1
+    for key, section in sections.items():
+        data = sorted(section["provenance"]["data"].values())
+        for label, figures in _rows(section).items():
+            now = configuration_hash(bench.build(label), data, bench.LOCOMO_PROTOCOL)
+            assert now == figures["config_hash"], (f"generalise.json {key} {label!r}: HEAD configures it otherwise; "
+                                                   f"re-record it with python bench/bench_generalise.py")
 
 
 def test_every_longmemeval_row_is_heads_configuration(bench):
@@ -150,17 +152,6 @@ def locomo():
 
 
 @pytest.mark.slow
-def test_every_beam_row_is_heads_configuration(bench):
-    """The sections of files given with --dataset (BEAM 100K here) follow HEAD's configuration too."""
-    sections = {k: v for k, v in _record()["benchmarks"].items() if k not in ("locomo", "longmemeval_s")}
-    assert sections
-    for key, section in sections.items():
-        data = sorted(section["provenance"]["data"].values())
-        for label, figures in _rows(section).items():
-            now = configuration_hash(bench.build(label), data, bench.LOCOMO_PROTOCOL)
-            assert now == figures["config_hash"], f"generalise.json {key} {label!r}: HEAD configures it otherwise"
-
-
 def test_the_lexical_locomo_row_equals_a_rerun(locomo, bench, rr):
     dataset, sha = locomo
     section = _record()["benchmarks"]["locomo"]
@@ -284,19 +275,30 @@ def test_coordinate_ascent_keeps_ties_and_revisits_parts(tune):
     assert tie[0] == {"a": 1} and len(tie[1]) == 1  # the current setting stays on a tie; nothing changed: stop
 
 
+MINI = str(REPO / "tests" / "data" / "locomo_mini.json")
+
+
+def _record_mini(bench, path: Path, args: list[str], *stale: tuple[str, str]) -> tuple[str, dict, dict]:
+    """Record tests/data/locomo_mini.json with ``args`` into ``path``, then give each (part, label)
+    of ``stale`` another configuration hash, as if recorded with another configuration; returns
+    the section's key, the section and the whole record (as written)."""
+    assert bench.main(args + ["--record", str(path)]) == 0
+    record = json.loads(path.read_text(encoding="utf-8"))
+    (key, section), = record["benchmarks"].items()
+    for part, label in stale:
+        section[part][label]["config_hash"] = "0" * 64
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return key, section, record
+
+
 def test_bench_reuse_adds_rows_only_after_the_default_re_runs_equal(bench, tmp_path, capsys):
     """bench_generalise --reuse on a small LoCoMo file: the rows the record holds with HEAD's
     configuration are taken from it once recall_plus re-runs equal (a row recorded with another
     configuration runs again); a figure off, or a record without the section, exits 2 with one
     line and writes nothing."""
-    mini = str(REPO / "tests" / "data" / "locomo_mini.json")
     first, second = tmp_path / "first.json", tmp_path / "second.json"
-    args = ["--benchmarks", "none", "--dataset", mini, "--lexical-only", "--no-ablation"]
-    assert bench.main(args + ["--record", str(first)]) == 0
-    record = json.loads(first.read_text(encoding="utf-8"))
-    (key, section), = record["benchmarks"].items()
-    section["table"]["bm25"]["config_hash"] = "0" * 64  # as if recorded with another configuration
-    first.write_text(json.dumps(record), encoding="utf-8")
+    args = ["--benchmarks", "none", "--dataset", MINI, "--lexical-only", "--no-ablation"]
+    key, section, record = _record_mini(bench, first, args, ("table", "bm25"))
     assert bench.main(args + ["--reuse", str(first), "--record", str(second)]) == 0
     again = json.loads(second.read_text(encoding="utf-8"))["benchmarks"][key]
     assert again["reused"]["checked"] == ["bm25_plus", "recall_plus"]
@@ -319,7 +321,7 @@ def test_bench_reuse_adds_rows_only_after_the_default_re_runs_equal(bench, tmp_p
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and f"{key} recall_plus recall@5 is" in err and "none is reused" in err
     other = tmp_path / "other.json"
-    other.write_bytes(Path(mini).read_bytes())
+    other.write_bytes(Path(MINI).read_bytes())
     assert bench.main(["--benchmarks", "none", "--dataset", str(other), "--lexical-only", "--no-ablation",
                        "--reuse", str(first), "--record", str(second)]) == 2
     assert "expected a 'locomo:other.json' section" in capsys.readouterr().err
@@ -330,15 +332,10 @@ def test_after_a_change_of_defaults_only_the_references_are_reused(bench, tmp_pa
     """When the record's default was recorded with other DEFAULTS, bm25_plus is the check, the
     references are reused, and every variant of the default re-runs, even one whose own
     configuration is unchanged (its cost is read against its default's time in one run)."""
-    mini = str(REPO / "tests" / "data" / "locomo_mini.json")
     first, second = tmp_path / "first.json", tmp_path / "second.json"
-    args = ["--benchmarks", "none", "--dataset", mini, "--lexical-only"]
-    assert bench.main(args + ["--record", str(first)]) == 0
-    record = json.loads(first.read_text(encoding="utf-8"))
-    (key, section), = record["benchmarks"].items()
-    for part in ("table", "ablation"):  # as if recorded before a change of recall_plus's DEFAULTS
-        section[part]["recall_plus"]["config_hash"] = "0" * 64
-    first.write_text(json.dumps(record), encoding="utf-8")
+    args = ["--benchmarks", "none", "--dataset", MINI, "--lexical-only"]
+    # as if recorded before a change of recall_plus's DEFAULTS
+    key, section, _ = _record_mini(bench, first, args, ("table", "recall_plus"), ("ablation", "recall_plus"))
     assert bench.main(args + ["--reuse", str(first), "--record", str(second)]) == 0
     again = json.loads(second.read_text(encoding="utf-8"))["benchmarks"][key]
     assert again["reused"]["checked"] == ["bm25_plus"]
@@ -352,14 +349,9 @@ def test_a_reused_row_is_named_with_the_run_that_measured_it(bench, tmp_path):
     """Reusing from a record that itself reused rows: the rows are taken only from the run that
     measured the checks, and the section names that run, so a time is never read against
     another run's baseline (the rows an earlier run measured re-run)."""
-    mini = str(REPO / "tests" / "data" / "locomo_mini.json")
     first, second, third = tmp_path / "first.json", tmp_path / "second.json", tmp_path / "third.json"
-    args = ["--benchmarks", "none", "--dataset", mini, "--lexical-only", "--no-ablation"]
-    assert bench.main(args + ["--record", str(first)]) == 0
-    record = json.loads(first.read_text(encoding="utf-8"))
-    (key, section), = record["benchmarks"].items()
-    section["table"]["bm25"]["config_hash"] = "0" * 64  # re-runs in the second run
-    first.write_text(json.dumps(record), encoding="utf-8")
+    args = ["--benchmarks", "none", "--dataset", MINI, "--lexical-only", "--no-ablation"]
+    key, section, _ = _record_mini(bench, first, args, ("table", "bm25"))  # bm25 re-runs in the second run
     assert bench.main(args + ["--reuse", str(first), "--record", str(second)]) == 0
     later = json.loads(second.read_text(encoding="utf-8"))
     assert later["benchmarks"][key]["reused"]["git_commit"] == section["provenance"]["git_commit"]

@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "TimeBoostRetriever": "temporal", "time_ranges": "temporal",
     "SessionFusionRetriever": "session_fusion", "NeighbourWindowRetriever": "session_fusion",
     "SessionDiversityRetriever": "session_fusion",
-    "KeyphraseRetriever": "keyphrases",
+    "KeyphraseRetriever": "keyphrases", "FactKeyRetriever": "fact_keys",
     "Selector": "selection", "mmr": "selection", "MMRSelector": "selection",
     "ScoreThreshold": "selection", "merge_near_duplicates": "selection",
     "NearDuplicateMerger": "selection",

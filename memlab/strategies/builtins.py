@@ -274,7 +274,8 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
                 chinese: str = "char+bigram",
                 neighbour_words: int | None = DEFAULTS["neighbour_words"],
                 k1: float = DEFAULTS["k1"], b: float = DEFAULTS["b"],
-                turn_weight: float = DEFAULTS["turn_weight"]) -> RetrievalStrategy:
+                turn_weight: float = DEFAULTS["turn_weight"], fact_weight: float = DEFAULTS["fact_weight"],
+                fact_extractor: Any = None) -> RetrievalStrategy:
     """The default chosen to generalise: contextual BM25 with long-message keys (neighbours cut
     to 32 words, own-turn keys fused in, BM25 b = 1; dense retrievers fused in when
     ``embedders`` names some, e.g. ``["e5"]``), session-plus-turn fusion and a light
@@ -293,10 +294,13 @@ def recall_plus(embedders: list[Any] | None = None, weights: list[float] | None 
     (None turns it off) cuts each neighbour in a turn's key to its first words;
     ``turn_weight`` (0 turns it off) fuses a second BM25 over each turn's own text with the
     keys (minmax(keys) + turn_weight * minmax(own)); ``k1`` and ``b`` are the keys' BM25
-    parameters.
+    parameters. ``fact_weight`` (0, the default, turns it off) fuses fact keys the same way: a
+    BM25 over each turn's text plus the facts ``fact_extractor`` finds in it (None or "rules":
+    offline rules; "local" or another LLM name: an LLM asked once per observed turn, its calls
+    in ``llm_usage``).
     """
     return RetrievalStrategy(retriever=recall_plus_retriever(
         embedders, weights, session_weight, session_pull, time_weight, time_slack_days, window_decay, window_radius,
         keyphrase_weight, diversity, candidates, before, after, own_weight, date, chinese, neighbour_words, k1, b,
-        turn_weight),
+        turn_weight, fact_weight, fact_extractor),
         candidates=candidates)

@@ -10,6 +10,9 @@ which is how the ablation removes it):
    ``turn_weight`` > 0, own-turn keys: a second BM25 over each turn's own text, fused as
    minmax(contextual) + turn_weight * minmax(own) over each one's top ``candidates``
    (``WeightedSum``), so that a long neighbour cannot bury a turn whose own words match;
+   with ``fact_weight`` > 0, fact keys: a BM25 over each turn's own text plus the facts
+   ``fact_extractor`` draws from it (``FactKeyRetriever``; rules offline, or an LLM at one
+   call per turn), fused the same way with weight ``fact_weight``;
    then fused with dense retrievers when ``embedders`` names some (``hybrid_plus``'s
    weighted sum);
 2. adjacent-turn windows: a hit's score spreads to the turns beside it
@@ -55,7 +58,29 @@ DEFAULTS: dict[str, Any] = {
     "k1": 1.5,
     "b": 1.0,
     "turn_weight": 0.5,
+    "fact_weight": 0.0,
 }
+
+
+def fact_extractor_named(extractor: Any = None):
+    """The extractor of the fact keys: None or "rules" (``RuleBasedExtractor``, offline), an
+    ``Extractor``, or an LLM by ``make_llm``'s names ("offline", "local", "local:NAME", an
+    ``LLM``) asked through ``LLMExtractor`` (one call per turn; a turn whose answer stays
+    unusable after its retries gets no facts and is counted in the extractor's ``failures``)."""
+    from ..extraction import LLMExtractor, RuleBasedExtractor
+    from ..extraction.base import Extractor
+    from ..offline.named import make_llm
+
+    if extractor is None or extractor == "rules":
+        return RuleBasedExtractor()
+    if isinstance(extractor, Extractor):
+        return extractor
+    try:
+        llm = make_llm(extractor)
+    except ConfigError:
+        raise ConfigError(f"recall_plus parameter 'fact_extractor': expected None, 'rules', an Extractor or an LLM "
+                          f"name ('offline', 'local', 'local:NAME'), got {extractor!r}") from None
+    return LLMExtractor(llm, on_failure="skip")
 
 
 def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[float] | None = None,
@@ -71,9 +96,11 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
                           date: bool = True, chinese: str = "char+bigram",
                           neighbour_words: int | None = DEFAULTS["neighbour_words"],
                           k1: float = DEFAULTS["k1"], b: float = DEFAULTS["b"],
-                          turn_weight: float = DEFAULTS["turn_weight"]):
+                          turn_weight: float = DEFAULTS["turn_weight"],
+                          fact_weight: float = DEFAULTS["fact_weight"], fact_extractor: Any = None):
     """The retriever of ``recall_plus`` (see the module docstring)."""
     from ..retrieval import BM25Retriever, ContextualRetriever, HybridRetriever, VectorRetriever, WeightedSum
+    from ..retrieval.fact_keys import FactKeyRetriever
     from ..retrieval.keyphrases import KeyphraseRetriever
     from ..retrieval.session_fusion import NeighbourWindowRetriever, SessionDiversityRetriever, SessionFusionRetriever
     from ..retrieval.temporal import TimeBoostRetriever
@@ -86,12 +113,20 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
     else:
         lexical = contextual_bm25(k1, b, before=before, after=after, own_weight=own_weight, date=date, chinese=chinese,
                                   neighbour_words=neighbour_words)
-    if not isinstance(turn_weight, (int, float)) or isinstance(turn_weight, bool) or turn_weight < 0:
-        raise ConfigError(f"recall_plus parameter 'turn_weight': expected a number >= 0 (0: off), got {turn_weight!r}")
+    for name, value in (("turn_weight", turn_weight), ("fact_weight", fact_weight)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"recall_plus parameter {name!r}: expected a number >= 0 (0: off), got {value!r}")
+    keys, key_weights = [lexical], [1.0]
     if turn_weight > 0:
-        own = BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b)
-        lexical = HybridRetriever([lexical, own], fusion=WeightedSum(normalization="minmax"),
-                                  weights=[1.0, turn_weight], candidates=candidates)
+        keys.append(BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b))
+        key_weights.append(turn_weight)
+    if fact_weight > 0:
+        keys.append(FactKeyRetriever(BM25Retriever(tokenizer=strong_tokenizer(chinese), k1=k1, b=b),
+                                     extractor=fact_extractor_named(fact_extractor)))
+        key_weights.append(fact_weight)
+    if len(keys) > 1:
+        lexical = HybridRetriever(keys, fusion=WeightedSum(normalization="minmax"), weights=key_weights,
+                                  candidates=candidates)
     names = list(embedders or [])
     retriever: Any = lexical
     if names:
@@ -112,4 +147,4 @@ def recall_plus_retriever(embedders: list[Any] | None = None, weights: list[floa
     return retriever
 
 
-__all__ = ["DEFAULTS", "recall_plus_retriever"]
+__all__ = ["DEFAULTS", "fact_extractor_named", "recall_plus_retriever"]

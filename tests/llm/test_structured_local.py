@@ -73,6 +73,25 @@ def test_extraction_is_readable_under_the_schema_and_not_without(models):
     assert results["off"][1:] == (1, 1)  # the unconstrained answer does not parse: one format error
 
 
+def test_fact_keys_from_a_local_model_take_one_readable_call_per_turn(models):
+    """recall_plus's fact keys with a real model: each observed turn is one extraction call,
+    answered under the schema (no format error, nothing given up), and a turn's key is its
+    text followed by what the model wrote for it."""
+    from memlab import strategies
+    from memlab.retrieval.fact_keys import FactKeyRetriever
+
+    on, _ = models
+    s = strategies.get("recall_plus", fact_weight=0.5, fact_extractor=on)
+    keys = next(c for c in s.retriever.components() if isinstance(c, FactKeyRetriever))
+    for t in TURNS:
+        s.observe(t)
+    usage = s.llm_usage()
+    assert (usage["calls"], usage["format_errors"], keys.extractor.failures) == (3, 0, 0)
+    for t in TURNS:
+        assert keys.retriever.get_record(t.id).content == "\n".join([t.content, *keys.facts(t.id)[:keys.max_facts]])
+    assert any(keys.facts(t.id) for t in TURNS)
+
+
 def test_relevance_filter_answer_is_bounded_by_the_schema(models):
     on, off = models
     texts = ["Ann works at a bakery", "Ann moved to Oslo", "Bob likes cats"]

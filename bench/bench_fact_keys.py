@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -67,25 +68,47 @@ def chosen(dataset, ids: list[str]):
     return Dataset(name=dataset.name, dialogues=[by_id[i] for i in ids], source_path=dataset.source_path)
 
 
-def strategy(label: str, fact_weight: float, model: str, n_threads: int | None):
+def extractor_llm(model: str, n_threads: int | None, cache_path: str | None):
+    """The model the LLM facts ask: ``LocalLLM`` (a fresh response cache at ``cache_path``, so
+    every call of the run is made and timed, and the facts can be read back afterwards), or
+    the offline stand-in for ``--model offline``."""
+    if model == "offline":  # the rule-based stand-in: the whole run in seconds, to try the script
+        from memlab.offline.llm import OfflineLLM
+
+        return OfflineLLM()
+    from memlab.llm.cache import ResponseCache
+    from memlab.llm.local import LocalLLM
+
+    return LocalLLM(model=model, n_ctx=2048, n_threads=n_threads, cache=ResponseCache(cache_path))
+
+
+def strategy(label: str, fact_weight: float, llm=None):
     from memlab import strategies
 
     if label == DEFAULT:
         return strategies.get(DEFAULT)
     if label == RULES:
         return strategies.get(DEFAULT, fact_weight=fact_weight, fact_extractor="rules")
-    from memlab.llm.local import LocalLLM
-
-    return strategies.get(DEFAULT, fact_weight=fact_weight,
-                          fact_extractor=LocalLLM(model=model, n_ctx=2048, n_threads=n_threads))
+    return strategies.get(DEFAULT, fact_weight=fact_weight, fact_extractor=llm)
 
 
-def extractor_of(s):
-    """The strategy's ``FactKeyRetriever`` (None for the default)."""
+def facts_read_back(s, dataset) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Each turn's facts and the extraction's whole usage, read back from the model's
+    response cache by a copy of the strategy's extractor (the replay's clones are gone):
+    every answer is a cache hit, so ``cached_calls`` counts the run's calls."""
+    from memlab.retrieval import BM25Retriever
     from memlab.retrieval.fact_keys import FactKeyRetriever
 
-    found = [c for c in s.retriever.components() if isinstance(c, FactKeyRetriever)]
-    return found[0] if found else None
+    keys = next(c for c in s.retriever.components() if isinstance(c, FactKeyRetriever))
+    extractor = keys.extractor.clone()
+    again = FactKeyRetriever(BM25Retriever(), extractor)
+    facts: dict[str, list[str]] = {}
+    for dialogue in dataset.dialogues:
+        again.reset()
+        records = dialogue.to_records()
+        again.add(records)
+        facts |= {r.id: again.facts(r.id) for r in records}
+    return facts, extractor.usage.as_dict() | {"failures": int(getattr(extractor, "failures", 0))}
 
 
 def figures(rows, seconds: float, turns: int) -> dict[str, Any]:
@@ -119,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", nargs="+", default=CONVERSATIONS, help="LoCoMo conversation ids")
     ap.add_argument("--fact-weight", type=float, default=None,
                     help="weight of the fact keys in the fusion (default: the own-turn keys' tuned weight)")
-    ap.add_argument("--model", default=None, help="a registered local model (default: memlab's default model)")
+    ap.add_argument("--model", default=None, help="a registered local model (default: memlab's default model), or 'offline' "
+                    "(memlab's rule-based stand-in, to try the script in seconds)")
     ap.add_argument("--n-threads", type=int, default=None)
     ap.add_argument("--record", default=None)
     args = ap.parse_args(argv)
@@ -139,37 +163,29 @@ def main(argv: list[str] | None = None) -> int:
     provenance = run_provenance(data=[path])
     data_sha256 = sorted(provenance["data"].values())
     subset = chosen(load_any(path, "locomo"), args.conversations)
-    turns = sum(len(d.turns) for d in subset.dialogues)
+    turns = sum(d.n_turns for d in subset.dialogues)
     protocol = dict(PROTOCOL, conversations=args.conversations, fact_weight=weight)
     frames, runs, facts = [], {}, {}
     load = [os.getloadavg()[0]]
-    for label in LABELS:
-        s = strategy(label, weight, model, args.n_threads)
-        keys = extractor_of(s)
-        kept: dict[str, list[str]] = {}
-        spent: dict[str, int] = {}
-        parts, seconds = [], 0.0
-        for dialogue in subset.dialogues:  # one at a time: each turn's facts are read before the next reset
-            one = Dataset(name=subset.name, dialogues=[dialogue], source_path=subset.source_path)
+    with tempfile.TemporaryDirectory() as tmp:
+        llm = extractor_llm(model, args.n_threads, os.path.join(tmp, "responses.sqlite3"))
+        for label in LABELS:
+            s = strategy(label, weight, llm)
             start = time.perf_counter()
-            parts.append(replay(s, one, ks=tuple(PROTOCOL["ks"]), k_max=PROTOCOL["k_max"],
-                                budgets=tuple(PROTOCOL["budgets"]), label=label))
-            seconds += time.perf_counter() - start
-            if keys is not None:
-                kept |= {t.id: keys.facts(t.id) for t in dialogue.turns}
-                used = keys.extractor.usage.as_dict() | {"failures": int(getattr(keys.extractor, "failures", 0))}
-                spent = {k: spent.get(k, 0) + v for k, v in used.items()}
-        rows = pd.concat(parts, ignore_index=True)
-        runs[label] = figures(rows, seconds, turns) | {"config_hash": configuration_hash(s, data_sha256, protocol)}
-        if usage is not None:
-            runs[label] |= {"llm_calls": usage.calls, "llm_prompt_tokens_per_turn": round(usage.prompt_tokens / turns, 1),
-                            "llm_completion_tokens_per_turn": round(usage.completion_tokens / turns, 1),
-                            "llm_format_errors": usage.format_errors,
-                            "extractions_given_up": int(getattr(keys.extractor, "failures", 0)),
-                            "turns_with_facts": sum(1 for v in kept.values() if v)}
-        facts[label] = kept
-        frames.append(rows)
-        print(f"{label}: {json.dumps(runs[label])}", flush=True)
+            rows = replay(s, subset, ks=tuple(PROTOCOL["ks"]), k_max=PROTOCOL["k_max"],
+                          budgets=tuple(PROTOCOL["budgets"]), label=label)
+            seconds = time.perf_counter() - start
+            runs[label] = figures(rows, seconds, turns) | {"config_hash": configuration_hash(s, data_sha256, protocol)}
+            if label != DEFAULT:
+                kept, spent = facts_read_back(s, subset)
+                runs[label] |= {"llm_calls": spent["calls"],
+                                "llm_prompt_tokens_per_turn": round(spent["prompt_tokens"] / turns, 1),
+                                "llm_completion_tokens_per_turn": round(spent["completion_tokens"] / turns, 1),
+                                "llm_format_errors": spent["format_errors"], "extractions_given_up": spent["failures"],
+                                "turns_with_facts": sum(1 for v in kept.values() if v)}
+                facts[label] = kept
+            frames.append(rows)
+            print(f"{label}: {json.dumps(runs[label])}", flush=True)
     load.append(os.getloadavg()[0])
     rows = pd.concat(frames, ignore_index=True)
     comparison = {label: paired(rows, label) for label in (RULES, LLM_FACTS)}

@@ -137,7 +137,8 @@ def paired(rows, label: str) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line (a record's test re-reads its recorded command with it)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--conversations", nargs="+", default=CONVERSATIONS, help="LoCoMo conversation ids")
     ap.add_argument("--fact-weight", type=float, default=None,
@@ -146,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
                     "(memlab's rule-based stand-in, to try the script in seconds)")
     ap.add_argument("--n-threads", type=int, default=None)
     ap.add_argument("--record", default=None)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     import pandas as pd
 

@@ -97,3 +97,15 @@ def _fmt(value: Any) -> str:
             return "-"
         return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
     return str(value)
+
+
+def write_record(path: str, record: dict[str, Any]) -> None:
+    """``record`` as indented JSON at ``path``, atomically; numpy scalars (a DataFrame's
+    values) as Python numbers."""
+    from memlab.atomic import atomic_write_text
+
+    def plain(value: Any) -> Any:
+        return value.item() if hasattr(value, "item") else str(value)
+
+    atomic_write_text(path, json.dumps(record, indent=1, default=plain) + "\n")
+    print(f"recorded {path}")

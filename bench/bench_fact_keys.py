@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common  # noqa: E402,F401
+import _common  # noqa: E402
 
 DEFAULT = "recall_plus"
 RULES = "recall_plus + rule facts"
@@ -208,16 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                                for r in rows[rows["strategy"] == label][KEPT].to_dict("records")]
                        for label in LABELS}}
     if args.record:
-        from memlab.atomic import atomic_write_text
-
-        atomic_write_text(args.record, json.dumps(record, indent=1, default=_plain) + "\n")
-        print(f"recorded {args.record}")
+        _common.write_record(args.record, record)
     return 0
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars as Python numbers (the rows come from a DataFrame)."""
-    return value.item() if hasattr(value, "item") else str(value)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common  # noqa: E402,F401
+import _common  # noqa: E402
 
 DEFAULT = "recall_plus"
 RERANKED = "recall_plus + LLM rerank"
@@ -160,16 +160,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{c['wins']} wins / {c['ties']} ties / {c['losses']} losses", flush=True)
     print(f"time per question: {ratio}x the default's (+{added} ms)", flush=True)
     if args.record:
-        from memlab.atomic import atomic_write_text
-
-        atomic_write_text(args.record, json.dumps(record, indent=1, default=_plain) + "\n")
-        print(f"recorded {args.record}")
+        _common.write_record(args.record, record)
     return 0
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars as Python numbers (the rows come from a DataFrame)."""
-    return value.item() if hasattr(value, "item") else str(value)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ _EXPORTS: dict[str, str] = {
     "Where": ".filters", "matches": ".filters", "validate_where": ".filters",
     "to_chroma_where": ".filters", "filter_view": ".filters",
     "Tokenizer": "tokenize", "porter_stem": ".text", "ENGLISH_STOPWORDS": ".text",
-    "Retriever": "base", "WrapperRetriever": "base",
+    "Retriever": "base", "WrapperRetriever": "base", "RekeyedRetriever": "base",
     "BM25Retriever": "bm25",
     "VectorRetriever": "vector",
     "rrf": "fusion", "weighted_sum": "fusion", "normalize_scores": "fusion",

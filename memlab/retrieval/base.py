@@ -257,3 +257,33 @@ class WrapperRetriever(Retriever):
     def _search(self, query: str, k: int, *, where: Where | None, now: float | None) -> list[Hit]:
         """The wrapper's search for a checked ``k`` >= 1 over a non-empty index."""
         raise NotImplementedError(f"{type(self).__name__} implements neither search nor _search")
+
+
+class RekeyedRetriever(WrapperRetriever):
+    """A wrapper that indexes each record under another text, ``key_text(record)``, in the
+    wrapped retriever, and returns the records themselves. A subclass writes ``key_text``;
+    its ``_on_params_changed`` calls ``_rekey`` to index every record again."""
+
+    def key_text(self, record: MemoryRecord) -> str:
+        raise NotImplementedError(f"{type(self).__name__} implements no key_text")
+
+    def key_record(self, r: MemoryRecord) -> MemoryRecord:
+        """``r`` with its content replaced by its key text (what the wrapped retriever indexes)."""
+        return MemoryRecord(role=r.role, content=self.key_text(r), id=r.id, timestamp=r.timestamp,
+                            metadata=r.metadata, tool_calls=r.tool_calls, name=r.name)
+
+    def _rekey(self) -> None:
+        self.retriever.reset()
+        if self._records:
+            self.retriever.add([self.key_record(r) for r in self._records.values()])
+
+    def _add(self, records: list[MemoryRecord]) -> None:
+        self.retriever.add([self.key_record(r) for r in records])
+
+    def search(self, query: str, k: int = 5, *, where: Where | None = None,
+               now: float | None = None) -> list[Hit]:
+        k = self._check_search(k, where)
+        if k == 0 or not self._records:
+            return []
+        inner = [h for h in self.retriever.search(query, k, where=where, now=now) if h.id in self._records]
+        return self._hits([(h.id, h.score) for h in inner], [h.components for h in inner])

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from ..base import Param
 from ..extraction.base import Extractor
-from ..filters import Where
-from ..records import Hit, MemoryRecord
-from .base import Retriever, WrapperRetriever
+from ..records import MemoryRecord
+from .base import RekeyedRetriever, Retriever
 
 
-class FactKeyRetriever(WrapperRetriever):
+class FactKeyRetriever(RekeyedRetriever):
     """Indexes each record under its content and the contents of the memories ``extractor``
     finds in it (at most ``max_facts``, in the extractor's order), the facts ``weight`` times:
 
@@ -45,9 +44,7 @@ class FactKeyRetriever(WrapperRetriever):
     def _on_params_changed(self) -> None:
         # a change of any setting (the extractor's own among them) asks the extractor anew
         self._facts: dict[str, list[str]] = {}
-        self.retriever.reset()
-        if self._records:
-            self.retriever.add([self.key_record(r) for r in self._records.values()])
+        self._rekey()
 
     def facts(self, id: str) -> list[str]:
         """What the extractor found in record ``id`` (before the cut to ``max_facts``)."""
@@ -60,19 +57,12 @@ class FactKeyRetriever(WrapperRetriever):
             self._facts[record.id] = found
         return found
 
-    def index_text(self, record: MemoryRecord) -> str:
+    def key_text(self, record: MemoryRecord) -> str:
         """The text ``record`` is indexed under."""
         facts = self._extract(record)[:self.max_facts]
         if not facts or not self.weight:
             return record.content
         return record.content + ("\n" + "\n".join(facts)) * self.weight
-
-    def key_record(self, r: MemoryRecord) -> MemoryRecord:
-        return MemoryRecord(role=r.role, content=self.index_text(r), id=r.id, timestamp=r.timestamp,
-                            metadata=r.metadata, tool_calls=r.tool_calls, name=r.name)
-
-    def _add(self, records: list[MemoryRecord]) -> None:
-        self.retriever.add([self.key_record(r) for r in records])
 
     def _remove(self, ids: list[str]) -> None:
         self.retriever.remove(ids)
@@ -82,11 +72,3 @@ class FactKeyRetriever(WrapperRetriever):
     def _clear(self) -> None:
         self.retriever.reset()
         self._facts = {}
-
-    def search(self, query: str, k: int = 5, *, where: Where | None = None,
-               now: float | None = None) -> list[Hit]:
-        k = self._check_search(k, where)
-        if k == 0 or not self._records:
-            return []
-        inner = [h for h in self.retriever.search(query, k, where=where, now=now) if h.id in self._records]
-        return self._hits([(h.id, h.score) for h in inner], [h.components for h in inner])

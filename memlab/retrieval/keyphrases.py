@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 
 from ..base import Param
-from ..filters import Where
-from ..records import Hit, MemoryRecord
-from .base import Retriever, WrapperRetriever
+from ..records import MemoryRecord
+from .base import RekeyedRetriever, Retriever
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*|\S*\d\S*")
 #: a word after one of these (spaces between) starts a sentence, a line or a quote
@@ -64,10 +63,10 @@ def keyphrases(text: str) -> list[str]:
     return list(out)
 
 
-class KeyphraseRetriever(WrapperRetriever):
+class KeyphraseRetriever(RekeyedRetriever):
     """Indexes each record under its text plus its keyphrases ``weight`` times:
 
-        index text = content + "\\n" + (" ".join(keyphrases(content)) + "\\n") * weight
+        index text = content + ("\\n" + " ".join(keyphrases(content))) * weight   (content alone when none)
 
     so with BM25 a name, number or suffix-noun counts ``1 + weight`` times. Search returns
     the records themselves. Cost: one regular-expression pass per record when it is added;
@@ -85,9 +84,7 @@ class KeyphraseRetriever(WrapperRetriever):
         self._on_params_changed()
 
     def _on_params_changed(self) -> None:
-        self.retriever.reset()
-        if self._records:
-            self.retriever.add([self.key_record(r) for r in self._records.values()])
+        self._rekey()
 
     def index_text(self, content: str) -> str:
         """The text a record of ``content`` is indexed under."""
@@ -96,17 +93,5 @@ class KeyphraseRetriever(WrapperRetriever):
             return content
         return content + "\n" + "\n".join([phrases] * self.weight)
 
-    def key_record(self, r: MemoryRecord) -> MemoryRecord:
-        return MemoryRecord(role=r.role, content=self.index_text(r.content), id=r.id, timestamp=r.timestamp,
-                            metadata=r.metadata, tool_calls=r.tool_calls)
-
-    def _add(self, records: list[MemoryRecord]) -> None:
-        self.retriever.add([self.key_record(r) for r in records])
-
-    def search(self, query: str, k: int = 5, *, where: Where | None = None,
-               now: float | None = None) -> list[Hit]:
-        k = self._check_search(k, where)
-        if k == 0 or not self._records:
-            return []
-        inner = [h for h in self.retriever.search(query, k, where=where, now=now) if h.id in self._records]
-        return self._hits([(h.id, h.score) for h in inner], [h.components for h in inner])
+    def key_text(self, record: MemoryRecord) -> str:
+        return self.index_text(record.content)

@@ -907,6 +907,35 @@ def render_generalise(_: str = "") -> str:
     return "\n" + "\n".join(lines + generalise_targets(bench))
 
 
+def render_generalise_ablation(_: str = "") -> str:
+    """The default's ablation on every benchmark of the generalise record, side by side: one row
+    per lexical variant (the e5 ablation is in docs/results.md), recall at 5 units and at the
+    benchmark's token budget, each with its 95% interval."""
+    bench = load("generalise")["benchmarks"]
+    columns = [("locomo", "recall@5", "LoCoMo @5"), ("locomo", "recall@512tok", "LoCoMo @512tok"),
+               ("longmemeval_s", "lme_recall_any@5", "LongMemEval any@5"),
+               ("longmemeval_s", "recall@1024tok", "LongMemEval @1024tok")]
+    for key in sorted(k for k in bench if k not in ("locomo", "longmemeval_s")):
+        short = key.partition(":")[2] or key
+        columns += [(key, "recall@5", f"{bench[key]['dataset']} {short} @5 (held out)"),
+                    (key, "recall@512tok", f"{bench[key]['dataset']} {short} @512tok (held out)")]
+    names: list[str] = []
+    for key in dict.fromkeys(c[0] for c in columns):
+        names += [n for n in (bench.get(key, {}).get("ablation") or {}) if "[" not in n and n not in names]
+    lines = ["| variant | " + " | ".join(c[2] for c in columns) + " |", "|---|" + "---:|" * len(columns)]
+    for name in names:
+        cells = []
+        for key, metric, _ in columns:
+            row = (bench.get(key, {}).get("ablation") or {}).get(name)
+            cells.append(_with_ci(row, metric) if row else "n/a")
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    dates = ", ".join(f"{k} at `{v['provenance']['git_commit'][:10]}`" for k, v in bench.items())
+    lines += ["", "95% intervals: LoCoMo and the held-out file resample conversations, LongMemEval questions. "
+                  f"Rendered from `bench/results/generalise.json` ({dates}); the full tables, the dense (e5) "
+                  "ablation, the references and each section's command are in [results](docs/results.md)."]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 #: Issue 32's targets (percent): LoCoMo and LongMemEval S dev, and the largest gap a benchmark
 #: nobody tuned on may leave to LoCoMo (the default's figure on each metric).
 GENERALISE_TARGETS = {"locomo": {"recall@5": 75.0, "recall@512tok": 85.0},
@@ -1037,13 +1066,19 @@ def render_tuning(name: str = "generalise_tuning") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
-def rerank_verdict(c: dict[str, Any]) -> str:
-    """What one paired comparison of ``bench_rerank`` shows, in words chosen by its figures."""
+def paired_verdict(c: dict[str, Any], subject: str) -> str:
+    """What one paired comparison shows of ``subject`` against the default, in words chosen by
+    its figures: a side is named only when p < 0.05 and the interval excludes 0."""
     if c["wins"] == 0 and c["losses"] == 0:
         return "no question changed"
     if c["p_value"] < 0.05 and (c["ci"][0] > 0 or c["ci"][1] < 0):
-        return "the reranker is " + ("higher" if c["diff"] > 0 else "lower")
+        return f"{subject} is " + ("higher" if c["diff"] > 0 else "lower")
     return "the data cannot separate them"
+
+
+def rerank_verdict(c: dict[str, Any]) -> str:
+    """What one paired comparison of ``bench_rerank`` shows, in words chosen by its figures."""
+    return paired_verdict(c, "the reranker")
 
 
 def render_rerank(_: str = "") -> str:
@@ -1073,6 +1108,43 @@ def render_rerank(_: str = "") -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def render_fact_keys(_: str = "") -> str:
+    """Fact keys (rules, and a local LLM) against the default on named LoCoMo conversations
+    (bench/bench_fact_keys.py): the rows with their cost, each paired difference and what it
+    shows, and the first turns' LLM facts as the model wrote them."""
+    data = load("fact_keys")
+    runs, protocol = data["runs"], data["protocol"]
+    metrics = ["recall@5", "recall@10", "recall@512tok"]
+    first = next(iter(runs.values()))
+    names = ", ".join(f"`{c}`" for c in protocol["conversations"])
+    lines = [f"**LoCoMo {names}** ({first['n_turns']} turns, {first['n_questions']} questions; evidence recall, %; "
+             f"95% CI, questions resampled; fact keys fused at weight {protocol['fact_weight']}; `{data['model']}` "
+             "writes the LLM facts):", "",
+             "| strategy | " + " | ".join(metrics) + " | LLM calls | prompt tokens per turn | completion tokens per turn "
+             "| format errors | turns with facts | seconds | ms per turn |", "|---|" + "---:|" * (len(metrics) + 7)]
+    for label, r in runs.items():
+        cost = ([f"{r['llm_calls']}", f"{r['llm_prompt_tokens_per_turn']:.1f}",
+                 f"{r['llm_completion_tokens_per_turn']:.1f}", f"{r['llm_format_errors']}",
+                 f"{r['turns_with_facts']}"] if "llm_calls" in r else ["0", "0.0", "0.0", "0", "0"])
+        lines.append(f"| `{label}` | " + " | ".join(_with_ci(r, m) for m in metrics) + " | " + " | ".join(cost)
+                     + f" | {r['seconds']:.1f} | {r['ms_per_turn']:.1f} |")
+    lines += ["", "Each fact-key row minus the default, paired by question (95% CI resampling questions, sign-flip p):", ""]
+    for label, per in data["paired"].items():
+        for m in metrics:
+            c = per[m]
+            lines.append(f"- `{label}`, {m}: {c['diff']:+.1f} [{c['ci'][0]:+.1f}, {c['ci'][1]:+.1f}], "
+                         f"p = {c['p_value']:.3f}, {c['wins']} wins / {c['ties']} ties / {c['losses']} losses: "
+                         f"{paired_verdict(c, 'the fact-key row')}.")
+    lines.append(f"- Time of the LLM-facts replay: {data['time_ratio']:.1f}x the default's in the same run (the "
+                 "extraction is paid once per observed turn; nothing is added per question).")
+    shown = [(i, f) for i, f in data["facts"].items() if f][:3]
+    if shown:
+        lines += ["", "The first turns the model wrote facts for, as written:", ""]
+        lines += [f"- `{i}`: " + "; ".join(f'"{x}"' for x in f) for i, f in shown]
+    lines += ["", record_line("fact_keys", data)]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[str], str]] = {
     "compare_builtins": render_compare_builtins, "compare_builtins_pair": render_compare_builtins_pair,
     "pvalue_floor": render_pvalue_floor, "locomo": render_locomo, "locomo_peers": render_locomo_peers,
@@ -1087,7 +1159,8 @@ BLOCKS: dict[str, Callable[[str], str]] = {
     "cli_flags": render_cli_flags, "formats": render_formats, "local_models": render_local_models,
     "strategy_methods": render_strategy_methods, "generalise": render_generalise,
     "evidence_overlap": render_evidence_overlap, "layout": render_layout, "layers": render_layers,
-    "rerank": render_rerank, "tuning": render_tuning}
+    "rerank": render_rerank, "tuning": render_tuning, "fact_keys": render_fact_keys,
+    "generalise_ablation": render_generalise_ablation}
 
 
 def render_block(name: str) -> str:

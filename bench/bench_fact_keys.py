@@ -27,7 +27,7 @@ difference of each fact-key row against the default with its interval and sign-f
 (questions paired; ``memlab.eval.compare``), and the cost: LLM calls, prompt and completion
 tokens per observed turn, format errors and extractions given up, seconds of each replay and
 ms per observed turn, all measured in the same run. The record keeps every question's values
-and every turn's LLM facts, so its figures can be recomputed from it.
+and every turn's LLM facts (keyed ``dialogue/turn``), so its figures can be recomputed from it.
 """
 
 from __future__ import annotations
@@ -93,9 +93,10 @@ def strategy(label: str, fact_weight: float, llm=None):
 
 
 def facts_read_back(s, dataset) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """Each turn's facts and the extraction's whole usage, read back from the model's
-    response cache by a copy of the strategy's extractor (the replay's clones are gone):
-    every answer is a cache hit, so ``cached_calls`` counts the run's calls."""
+    """Each turn's facts, keyed ``dialogue/turn`` (LoCoMo's turn ids restart in every
+    conversation), and the extraction's whole usage, read back from the model's response cache
+    by a copy of the strategy's extractor (the replay's clones are gone): every answer is a
+    cache hit, so ``cached_calls`` counts the run's calls."""
     from memlab.retrieval import BM25Retriever
     from memlab.retrieval.fact_keys import FactKeyRetriever
 
@@ -107,7 +108,7 @@ def facts_read_back(s, dataset) -> tuple[dict[str, list[str]], dict[str, int]]:
         again.reset()
         records = dialogue.to_records()
         again.add(records)
-        facts |= {r.id: again.facts(r.id) for r in records}
+        facts |= {f"{dialogue.id}/{r.id}": again.facts(r.id) for r in records}
     return facts, extractor.usage.as_dict() | {"failures": int(getattr(extractor, "failures", 0))}
 
 

@@ -1,16 +1,21 @@
-"""An LLM reranker over the default's first hits, with its cost: LoCoMo, a seeded sample.
+"""An LLM reranker over the default's first hits, with its cost: LoCoMo or LongMemEval S dev, a seeded sample.
 
-    python bench/bench_rerank.py [--sample 150] [--seed 0] [--window 10] [--model NAME] [--record FILE]
+    python bench/bench_rerank.py [--benchmark locomo|longmemeval] [--sample 150] [--seed 0]
+                                 [--window 10] [--model NAME] [--n-threads N] [--record FILE]
 
-What it runs: a seeded draw of ``--sample`` scored LoCoMo questions (``draw``); each
-conversation is replayed whole and only its drawn questions are asked. The same questions are
+What it runs: a seeded draw of ``--sample`` scored questions (``draw``). On LoCoMo each
+conversation is replayed whole and only its drawn questions are asked; on LongMemEval S dev
+(``--benchmark longmemeval``) each drawn question is replayed over its own haystack, user
+turns indexed, and scored by LongMemEval's protocol (``lme_recall_any@5``,
+``lme_recall_all@5``) and at 1,024 tokens, as ``bench_generalise.py`` scores it. The same questions are
 asked of ``recall_plus`` (the default) and of ``recall_plus`` with an ``LLMReranker`` as its
 selection: a local model (``LocalLLM``, memlab's default Qwen2.5-Coder-1.5B-Instruct unless
 ``--model`` names another registered one, on the CPU, greedy) reads the first ``--window``
 hits and names the relevant ones, most relevant first; those lead, the rest keep their order.
 
-Printed and recorded: recall@5, recall@10 and recall@512tok of both (percent, 95% intervals
-resampling conversations), the paired difference of each metric with its conversation-clustered
+Printed and recorded: recall@5, recall@10 and recall@512tok of both on LoCoMo, LongMemEval's
+three metrics and recall@10 on LongMemEval (percent, 95% intervals resampling conversations;
+a LongMemEval question is a conversation of its own), the paired difference of each metric with its conversation-clustered
 interval and sign-flip p-value (``memlab.eval.compare``), and the cost: LLM calls, prompt and
 completion tokens per question, format errors, and ms per question of each strategy, measured in
 the same run: a replay's seconds over the questions asked, so the default's figure includes
@@ -37,23 +42,42 @@ DEFAULT = "recall_plus"
 RERANKED = "recall_plus + LLM rerank"
 PROTOCOL = {"ks": [5, 10], "k_max": 10, "budgets": [512]}
 METRICS = ["recall@5", "recall@10", "recall@512tok"]
+LLM_COLUMNS = ["llm_calls", "llm_prompt_tokens", "llm_completion_tokens", "llm_format_errors"]
 #: what each question's row keeps in the record
-KEPT = ["dialogue_id", "probe_id", "category", *METRICS, "llm_calls", "llm_prompt_tokens",
-        "llm_completion_tokens", "llm_format_errors"]
+KEPT = ["dialogue_id", "probe_id", "category", *METRICS, *LLM_COLUMNS]
+#: LongMemEval S dev: bench_longmemeval's cut-offs and budgets (the replay's protocol there), the
+#: metrics bench_generalise reports, and recall@10, which a reranker of the first 10 cannot move
+LME_PROTOCOL = {"benchmark": "longmemeval", "ks": [1, 3, 5, 10, 30, 50], "budgets": [512, 1024, 2048],
+                "roles": ["user"]}
+LME_METRICS = ["lme_recall_any@5", "lme_recall_all@5", "recall@1024tok", "recall@10"]
+LME_KEPT = ["dialogue_id", "probe_id", "category", *LME_METRICS, *LLM_COLUMNS]
 
 
 def draw(dataset, n: int, seed: int) -> list[tuple[str, str]]:
     """``n`` (dialogue id, probe id) pairs drawn without replacement, seeded, from the probes
     with evidence, in dataset order."""
+    return draw_from([(d.id, p.id) for d in dataset.dialogues for p in d.probes if p.evidence], n, seed)
+
+
+def draw_from(scored: list[tuple[str, str]], n: int, seed: int) -> list[tuple[str, str]]:
+    """``n`` of the ``scored`` questions, drawn without replacement, seeded, in their order."""
     import numpy as np
 
-    scored = [(d.id, p.id) for d in dataset.dialogues for p in d.probes if p.evidence]
     if not 1 <= n <= len(scored):
         from memlab.base import ConfigError
 
         raise ConfigError(f"--sample: expected 1 to {len(scored)} (the scored questions), got {n}")
     picked = set(np.random.default_rng(seed).choice(len(scored), size=n, replace=False).tolist())
     return [q for i, q in enumerate(scored) if i in picked]
+
+
+def lme_scored(path) -> list[tuple[str, str]]:
+    """LongMemEval's scored questions as (dialogue id, probe id), in file order: each question
+    is a dialogue of its own, scored when it has gold user turns (an abstention question has
+    none)."""
+    from memlab.eval.loaders import iter_longmemeval
+
+    return [(d.id, p.id) for d in iter_longmemeval(str(path)) for p in d.probes if p.evidence]
 
 
 def sampled(dataset, questions: list[tuple[str, str]]):
@@ -68,7 +92,7 @@ def sampled(dataset, questions: list[tuple[str, str]]):
     return Dataset(name=dataset.name, dialogues=[d for d in dialogues if d.probes], source_path=dataset.source_path)
 
 
-def strategy(label: str, model: str, window: int, n_threads: int | None):
+def strategy(label: str, model: str, window: int, n_threads: int | None, max_words: int | None = None):
     from memlab import strategies
 
     s = strategies.get(DEFAULT)
@@ -76,16 +100,17 @@ def strategy(label: str, model: str, window: int, n_threads: int | None):
         from memlab.llm.local import LocalLLM
         from memlab.retrieval.llm_rerank import LLMReranker
 
-        s.set_params(selection=LLMReranker(LocalLLM(model=model, n_ctx=4096, n_threads=n_threads), window=window))
+        s.set_params(selection=LLMReranker(LocalLLM(model=model, n_ctx=4096, n_threads=n_threads), window=window,
+                                           max_words=max_words))
     return s
 
 
-def figures(rows, seconds: float) -> dict[str, Any]:
+def figures(rows, seconds: float, metrics: list[str] = METRICS) -> dict[str, Any]:
     from memlab.eval.metrics import summarize
 
-    s = summarize(rows, by=["strategy"], metrics=METRICS, ci=True).iloc[0]
+    s = summarize(rows, by=["strategy"], metrics=metrics, ci=True).iloc[0]
     out: dict[str, Any] = {"n_questions": int(len(rows))}
-    for m in METRICS:
+    for m in metrics:
         out[m] = round(100 * float(s[m]), 1)
         out[m + "_ci"] = [round(100 * float(s[m + "_ci_low"]), 1), round(100 * float(s[m + "_ci_high"]), 1)]
     for c in ("llm_calls", "llm_prompt_tokens", "llm_completion_tokens"):
@@ -96,11 +121,11 @@ def figures(rows, seconds: float) -> dict[str, Any]:
     return out
 
 
-def paired(rows) -> dict[str, Any]:
+def paired(rows, metrics: list[str] = METRICS) -> dict[str, Any]:
     from memlab.eval.compare import compare_pair
 
     out = {}
-    for m in METRICS:
+    for m in metrics:
         c = compare_pair(rows, RERANKED, DEFAULT, m)
         out[m] = {"diff": round(100 * c.diff, 1), "ci": [round(100 * c.ci_low, 1), round(100 * c.ci_high, 1)],
                   "p_value": round(c.p_value, 4), "wins": c.wins, "ties": c.ties, "losses": c.losses,
@@ -108,15 +133,32 @@ def paired(rows) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sample", type=int, default=150, help="scored LoCoMo questions to draw")
+    ap.add_argument("--benchmark", choices=["locomo", "longmemeval"], default="locomo")
+    ap.add_argument("--sample", type=int, default=150, help="scored questions to draw")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--window", type=int, default=10, help="first hits the model reads")
+    ap.add_argument("--max-words", type=int, default=None,
+                    help="the model reads each hit's first N words (default: whole; LongMemEval: 200)")
     ap.add_argument("--model", default=None, help="a registered local model (default: memlab's default model)")
     ap.add_argument("--n-threads", type=int, default=None)
     ap.add_argument("--record", default=None)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    from memlab.base import ConfigError
+
+    args = parser().parse_args(argv)
+    try:
+        return main_longmemeval(args) if args.benchmark == "longmemeval" else main_locomo(args)
+    except ConfigError as e:  # a bad option: one line, exit 2
+        print(f"bench_rerank: {e}", file=sys.stderr)
+        return 2
+
+
+def main_locomo(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from memlab.eval import load_any, replay
@@ -136,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     frames, runs = [], {}
     load = [os.getloadavg()[0]]
     for label in (DEFAULT, RERANKED):
-        s = strategy(label, model, args.window, args.n_threads)
+        s = strategy(label, model, args.window, args.n_threads, args.max_words)
         start = time.perf_counter()
         rows = replay(s, subset, ks=tuple(PROTOCOL["ks"]), k_max=PROTOCOL["k_max"],
                       budgets=tuple(PROTOCOL["budgets"]), label=label)
@@ -154,6 +196,63 @@ def main(argv: list[str] | None = None) -> int:
               "time_ratio": ratio, "added_ms_per_question": added, "load_avg_1m": [round(x, 2) for x in load],
               "rows": {label: [{k: (None if pd.isna(v) else v) for k, v in r.items()}
                                for r in rows[rows["strategy"] == label][KEPT].to_dict("records")]
+                       for label in (DEFAULT, RERANKED)}}
+    for m, c in comparison.items():
+        print(f"{m}: {RERANKED} - {DEFAULT} = {c['diff']:+.1f} [{c['ci'][0]}, {c['ci'][1]}], p = {c['p_value']}, "
+              f"{c['wins']} wins / {c['ties']} ties / {c['losses']} losses", flush=True)
+    print(f"time per question: {ratio}x the default's (+{added} ms)", flush=True)
+    if args.record:
+        _common.write_record(args.record, record)
+    return 0
+
+
+def main_longmemeval(args: argparse.Namespace) -> int:
+    """The same comparison on LongMemEval S dev: each drawn question replayed over its own
+    haystack (user turns, as ``bench_generalise.py`` replays it), LongMemEval's metrics."""
+    import pandas as pd
+
+    import bench_longmemeval as lme
+    from memlab.eval.configuration import configuration_hash
+    from memlab.eval.paths import LONGMEMEVAL_S, longmemeval_path
+    from memlab.eval.provenance import run_provenance
+    from memlab.eval.streaming import replay_stream
+    from memlab.llm.models import DEFAULT_MODEL
+
+    model = args.model or DEFAULT_MODEL
+    max_words = 200 if args.max_words is None else args.max_words
+    path = longmemeval_path(LONGMEMEVAL_S)
+    if path is None:
+        from memlab.base import ConfigError
+
+        raise ConfigError("--benchmark longmemeval: LongMemEval S dev not found (set MEMLAB_LONGMEMEVAL or put "
+                          "the files in ../shared/datasets/longmemeval/)")
+    provenance = run_provenance(data=[path])
+    data_sha256 = sorted(provenance["data"].values())
+    questions = draw_from(lme_scored(path), args.sample, args.seed)
+    ids = {d for d, _ in questions}
+    protocol = dict(LME_PROTOCOL, sample=args.sample, seed=args.seed)
+    frames, runs = [], {}
+    load = [os.getloadavg()[0]]
+    for label in (DEFAULT, RERANKED):
+        s = strategy(label, model, args.window, args.n_threads, max_words)
+        start = time.perf_counter()
+        rows = replay_stream(s, lme.streamed(path, tuple(protocol["roles"]), ids), ks=tuple(protocol["ks"]),
+                             budgets=tuple(protocol["budgets"]), label=label)
+        runs[label] = figures(rows, time.perf_counter() - start, LME_METRICS) | {
+            "config_hash": configuration_hash(s, data_sha256, protocol)}
+        frames.append(rows)
+        print(f"{label}: {json.dumps(runs[label])}", flush=True)
+    load.append(os.getloadavg()[0])
+    rows = pd.concat(frames, ignore_index=True)
+    comparison = paired(rows, LME_METRICS)
+    ratio = round(runs[RERANKED]["ms_per_question"] / runs[DEFAULT]["ms_per_question"], 1)
+    added = round(runs[RERANKED]["ms_per_question"] - runs[DEFAULT]["ms_per_question"], 1)
+    record = {"provenance": provenance, "protocol": protocol, "model": model, "window": args.window,
+              "max_words": max_words, "questions": [list(q) for q in questions], "runs": runs,
+              "paired": comparison, "time_ratio": ratio, "added_ms_per_question": added,
+              "load_avg_1m": [round(x, 2) for x in load],
+              "rows": {label: [{k: (None if pd.isna(v) else v) for k, v in r.items()}
+                               for r in rows[rows["strategy"] == label][LME_KEPT].to_dict("records")]
                        for label in (DEFAULT, RERANKED)}}
     for m, c in comparison.items():
         print(f"{m}: {RERANKED} - {DEFAULT} = {c['diff']:+.1f} [{c['ci'][0]}, {c['ci'][1]}], p = {c['p_value']}, "

@@ -1081,14 +1081,28 @@ def rerank_verdict(c: dict[str, Any]) -> str:
     return paired_verdict(c, "the reranker")
 
 
-def render_rerank(_: str = "") -> str:
-    """The LLM reranker against the default on a seeded LoCoMo sample (bench/bench_rerank.py):
-    both rows with their cost, then each metric's paired difference and what it shows."""
-    data = load("rerank")
+def render_rerank(name: str = "rerank") -> str:
+    """The LLM reranker against the default on a seeded sample (bench/bench_rerank.py; LoCoMo in
+    ``rerank``, LongMemEval S dev in ``rerank_longmemeval``): both rows with their cost, then
+    each metric's paired difference and what it shows."""
+    name = name or "rerank"
+    data = load(name)
     runs, protocol = data["runs"], data["protocol"]
-    metrics = ["recall@5", "recall@10", "recall@512tok"]
-    lines = [f"**LoCoMo, {protocol['sample']} questions drawn with seed {protocol['seed']}** (evidence recall, %; "
-             f"95% CI, conversations resampled; `{data['model']}` reads the first {data['window']} hits):", "",
+    lme = protocol.get("benchmark") == "longmemeval"
+    metrics = (["lme_recall_any@5", "lme_recall_all@5", "recall@1024tok", "recall@10"] if lme
+               else ["recall@5", "recall@10", "recall@512tok"])
+    if lme:
+        head = (f"**LongMemEval S dev, {protocol['sample']} questions drawn with seed {protocol['seed']}** "
+                f"(LongMemEval's protocol and turn recall, %; 95% CI, questions resampled; `{data['model']}` reads "
+                f"the first {data['window']} hits, each cut to its first {data['max_words']} words):")
+        pairing = "Reranked minus default, paired by question (95% CI resampling questions, sign-flip p):"
+        observing = "the default's include observing every user turn of each drawn question's haystack"
+    else:
+        head = (f"**LoCoMo, {protocol['sample']} questions drawn with seed {protocol['seed']}** (evidence recall, %; "
+                f"95% CI, conversations resampled; `{data['model']}` reads the first {data['window']} hits):")
+        pairing = "Reranked minus default, paired by question (conversation-clustered 95% CI, sign-flip p):"
+        observing = "the default's include observing every turn of the sampled conversations"
+    lines = [head, "",
              "| strategy | " + " | ".join(metrics) + " | LLM calls | prompt tokens | completion tokens | format errors "
              "| ms per question |", "|---|" + "---:|" * (len(metrics) + 5)]
     for label, r in runs.items():
@@ -1096,15 +1110,15 @@ def render_rerank(_: str = "") -> str:
                      + f" | {r['llm_calls_per_question']:.1f} | {r['llm_prompt_tokens_per_question']:.1f} "
                        f"| {r['llm_completion_tokens_per_question']:.1f} | {r['llm_format_errors']} "
                        f"| {r['ms_per_question']:.1f} |")
-    lines += ["", "Reranked minus default, paired by question (conversation-clustered 95% CI, sign-flip p):", ""]
+    lines += ["", pairing, ""]
     for m in metrics:
         c = data["paired"][m]
         lines.append(f"- {m}: {c['diff']:+.1f} [{c['ci'][0]:+.1f}, {c['ci'][1]:+.1f}], p = {c['p_value']:.3f}, "
                      f"{c['wins']} wins / {c['ties']} ties / {c['losses']} losses: {rerank_verdict(c)}.")
     lines += [f"- Time per question: {data['time_ratio']:.1f}x the default's in the same run, "
               f"{data['added_ms_per_question']:.0f} ms more per question (a replay's seconds over the questions "
-              "asked: the default's include observing every turn of the sampled conversations).", "",
-              record_line("rerank", data)]
+              f"asked: {observing}).", "",
+              record_line(name, data)]
     return "\n" + "\n".join(lines) + "\n"
 
 

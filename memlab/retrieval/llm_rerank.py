@@ -9,11 +9,18 @@ from ..records import Hit
 from .selection import Selector, rerank
 
 
-def shown(hit: Hit) -> str:
+def shown(hit: Hit, max_words: int | None = None) -> str:
     """What the model reads of a hit: ``<name>: <content>`` (the speaker matters to questions
-    such as "What did Caroline paint?"), or the content alone when the record has no name."""
+    such as "What did Caroline paint?"), or the content alone when the record has no name;
+    with ``max_words``, the content's first ``max_words`` words (split on whitespace) and
+    " ..." when it had more."""
     record = hit.record
-    return f"{record.name}: {record.content}" if record.name else record.content
+    content = record.content
+    if max_words is not None:
+        words = content.split()
+        if len(words) > max_words:
+            content = " ".join(words[:max_words]) + " ..."
+    return f"{record.name}: {content}" if record.name else content
 
 
 class LLMReranker(UsesLLM, Selector):
@@ -29,6 +36,10 @@ class LLMReranker(UsesLLM, Selector):
     ``RetrievalStrategy`` keeps the verdict for the query's later searches, and ``usage``
     counts the calls and tokens (an answer that is not the asked JSON is read for what
     numbers it has and counted in ``usage.format_errors``).
+
+    ``max_words`` (None: whole hits) cuts each hit the model reads to its first words, so that
+    a window of long messages fits the model's context (LongMemEval's haystacks hold user
+    turns of thousands of words); the hits returned are whole.
     """
 
     name = "llm_rerank"
@@ -37,12 +48,14 @@ class LLMReranker(UsesLLM, Selector):
         "llm": Param(LLM),
         "window": Param(int, ge=1),
         "max_named": Param(int, ge=1),
+        "max_words": Param(int, ge=1, none=True),
     }
 
-    def __init__(self, llm: LLM, window: int = 10, max_named: int = 5):
+    def __init__(self, llm: LLM, window: int = 10, max_named: int = 5, max_words: int | None = None):
         self.llm = llm
         self.window = window
         self.max_named = max_named
+        self.max_words = max_words
 
     def _order(self, hits: list[Hit], k: int, text: str) -> list[Hit]:
         top = hits[:self.window]
@@ -58,7 +71,7 @@ class LLMReranker(UsesLLM, Selector):
             return []
         top = hits[:self.window]
         named = min(self.max_named, len(top))
-        return self._order(hits, k, (yield filter_prompt(query, [shown(h) for h in top], named),
+        return self._order(hits, k, (yield filter_prompt(query, [shown(h, self.max_words) for h in top], named),
                                      {"schema": filter_schema(len(top), named)}))
 
     def select(self, query: str, hits: list[Hit], k: int) -> list[Hit]:

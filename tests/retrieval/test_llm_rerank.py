@@ -90,3 +90,22 @@ def test_window_is_validated_and_the_verdict_is_asked_once_per_query_in_a_strate
     strategy.build_context("Where does Ann live in Oslo?")
     assert strategy.retrieve("Where does Ann live in Oslo?", k=3)[0].id == first[0].id
     assert strategy.llm_usage()["calls"] == 1 and reranker.usage.calls == 1
+
+
+def test_max_words_cuts_what_the_model_reads_and_returns_whole_hits():
+    seen = []
+
+    class Recording(OfflineLLM):
+        def complete(self, messages, **params):
+            seen.append(messages[-1]["content"])
+            return super().complete(messages, **params)
+
+    long = ["one two three four five six", "Ann lives in Oslo", "a b c"]
+    out = LLMReranker(Recording(), window=3, max_words=4).select("Where does Ann live?", hits(long, ["Bo", None, None]), 3)
+    user, = seen
+    assert "[1] Bo: one two three four ...\n" in user + "\n" and "five" not in user
+    assert "[2] Ann lives in Oslo" in user and "[3] a b c" in user and "Oslo ..." not in user  # exactly 4 words: whole
+    assert {h.record.content for h in out} == set(long)  # the hits come back whole
+    assert shown(hits(long)[0], 2) == "one two ..." and shown(hits(long)[0]) == long[0]
+    with pytest.raises(ConfigError, match="max_words"):
+        LLMReranker(OfflineLLM(), max_words=0)

@@ -159,67 +159,32 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def main_locomo(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from memlab.eval import load_any, replay
-    from memlab.eval.configuration import configuration_hash
     from memlab.eval.paths import locomo_path
     from memlab.eval.provenance import run_provenance
-    from memlab.llm.models import DEFAULT_MODEL
 
-    model = args.model or DEFAULT_MODEL
     path = locomo_path()
     provenance = run_provenance(data=[path])
-    data_sha256 = sorted(provenance["data"].values())
     dataset = load_any(path, "locomo")
     questions = draw(dataset, args.sample, args.seed)
     subset = sampled(dataset, questions)
-    protocol = dict(PROTOCOL, sample=args.sample, seed=args.seed)
-    frames, runs = [], {}
-    load = [os.getloadavg()[0]]
-    for label in (DEFAULT, RERANKED):
-        s = strategy(label, model, args.window, args.n_threads, args.max_words)
-        start = time.perf_counter()
-        rows = replay(s, subset, ks=tuple(PROTOCOL["ks"]), k_max=PROTOCOL["k_max"],
+
+    def replayed(s, label):
+        return replay(s, subset, ks=tuple(PROTOCOL["ks"]), k_max=PROTOCOL["k_max"],
                       budgets=tuple(PROTOCOL["budgets"]), label=label)
-        runs[label] = figures(rows, time.perf_counter() - start) | {
-            "config_hash": configuration_hash(s, data_sha256, protocol)}
-        frames.append(rows)
-        print(f"{label}: {json.dumps(runs[label])}", flush=True)
-    load.append(os.getloadavg()[0])
-    rows = pd.concat(frames, ignore_index=True)
-    comparison = paired(rows)
-    ratio = round(runs[RERANKED]["ms_per_question"] / runs[DEFAULT]["ms_per_question"], 1)
-    added = round(runs[RERANKED]["ms_per_question"] - runs[DEFAULT]["ms_per_question"], 1)
-    record = {"provenance": provenance, "protocol": protocol, "model": model, "window": args.window,
-              "questions": [list(q) for q in questions], "runs": runs, "paired": comparison,
-              "time_ratio": ratio, "added_ms_per_question": added, "load_avg_1m": [round(x, 2) for x in load],
-              "rows": {label: [{k: (None if pd.isna(v) else v) for k, v in r.items()}
-                               for r in rows[rows["strategy"] == label][KEPT].to_dict("records")]
-                       for label in (DEFAULT, RERANKED)}}
-    for m, c in comparison.items():
-        print(f"{m}: {RERANKED} - {DEFAULT} = {c['diff']:+.1f} [{c['ci'][0]}, {c['ci'][1]}], p = {c['p_value']}, "
-              f"{c['wins']} wins / {c['ties']} ties / {c['losses']} losses", flush=True)
-    print(f"time per question: {ratio}x the default's (+{added} ms)", flush=True)
-    if args.record:
-        _common.write_record(args.record, record)
-    return 0
+
+    return compare(args, replayed, provenance, dict(PROTOCOL, sample=args.sample, seed=args.seed), questions,
+                   METRICS, KEPT, args.max_words)
 
 
 def main_longmemeval(args: argparse.Namespace) -> int:
     """The same comparison on LongMemEval S dev: each drawn question replayed over its own
     haystack (user turns, as ``bench_generalise.py`` replays it), LongMemEval's metrics."""
-    import pandas as pd
-
     import bench_longmemeval as lme
-    from memlab.eval.configuration import configuration_hash
     from memlab.eval.paths import LONGMEMEVAL_S, longmemeval_path
     from memlab.eval.provenance import run_provenance
     from memlab.eval.streaming import replay_stream
-    from memlab.llm.models import DEFAULT_MODEL
 
-    model = args.model or DEFAULT_MODEL
-    max_words = 200 if args.max_words is None else args.max_words
     path = longmemeval_path(LONGMEMEVAL_S)
     if path is None:
         from memlab.base import ConfigError
@@ -227,32 +192,50 @@ def main_longmemeval(args: argparse.Namespace) -> int:
         raise ConfigError("--benchmark longmemeval: LongMemEval S dev not found (set MEMLAB_LONGMEMEVAL or put "
                           "the files in ../shared/datasets/longmemeval/)")
     provenance = run_provenance(data=[path])
-    data_sha256 = sorted(provenance["data"].values())
     questions = draw_from(lme_scored(path), args.sample, args.seed)
     ids = {d for d, _ in questions}
     protocol = dict(LME_PROTOCOL, sample=args.sample, seed=args.seed)
+
+    def replayed(s, label):
+        return replay_stream(s, lme.streamed(path, tuple(protocol["roles"]), ids), ks=tuple(protocol["ks"]),
+                             budgets=tuple(protocol["budgets"]), label=label)
+
+    return compare(args, replayed, provenance, protocol, questions, LME_METRICS, LME_KEPT,
+                   200 if args.max_words is None else args.max_words)
+
+
+def compare(args: argparse.Namespace, replayed, provenance: dict[str, Any], protocol: dict[str, Any],
+            questions: list[tuple[str, str]], metrics: list[str], kept: list[str], max_words: int | None) -> int:
+    """Replay the default and the reranked default (``replayed(strategy, label)`` gives the
+    rows), print and record both with their paired differences and the time ratio."""
+    import pandas as pd
+
+    from memlab.eval.configuration import configuration_hash
+    from memlab.llm.models import DEFAULT_MODEL
+
+    model = args.model or DEFAULT_MODEL
+    data_sha256 = sorted(provenance["data"].values())
     frames, runs = [], {}
     load = [os.getloadavg()[0]]
     for label in (DEFAULT, RERANKED):
         s = strategy(label, model, args.window, args.n_threads, max_words)
         start = time.perf_counter()
-        rows = replay_stream(s, lme.streamed(path, tuple(protocol["roles"]), ids), ks=tuple(protocol["ks"]),
-                             budgets=tuple(protocol["budgets"]), label=label)
-        runs[label] = figures(rows, time.perf_counter() - start, LME_METRICS) | {
+        rows = replayed(s, label)
+        runs[label] = figures(rows, time.perf_counter() - start, metrics) | {
             "config_hash": configuration_hash(s, data_sha256, protocol)}
         frames.append(rows)
         print(f"{label}: {json.dumps(runs[label])}", flush=True)
     load.append(os.getloadavg()[0])
     rows = pd.concat(frames, ignore_index=True)
-    comparison = paired(rows, LME_METRICS)
+    comparison = paired(rows, metrics)
     ratio = round(runs[RERANKED]["ms_per_question"] / runs[DEFAULT]["ms_per_question"], 1)
     added = round(runs[RERANKED]["ms_per_question"] - runs[DEFAULT]["ms_per_question"], 1)
     record = {"provenance": provenance, "protocol": protocol, "model": model, "window": args.window,
-              "max_words": max_words, "questions": [list(q) for q in questions], "runs": runs,
-              "paired": comparison, "time_ratio": ratio, "added_ms_per_question": added,
-              "load_avg_1m": [round(x, 2) for x in load],
+              **({} if max_words is None else {"max_words": max_words}),
+              "questions": [list(q) for q in questions], "runs": runs, "paired": comparison,
+              "time_ratio": ratio, "added_ms_per_question": added, "load_avg_1m": [round(x, 2) for x in load],
               "rows": {label: [{k: (None if pd.isna(v) else v) for k, v in r.items()}
-                               for r in rows[rows["strategy"] == label][LME_KEPT].to_dict("records")]
+                               for r in rows[rows["strategy"] == label][kept].to_dict("records")]
                        for label in (DEFAULT, RERANKED)}}
     for m, c in comparison.items():
         print(f"{m}: {RERANKED} - {DEFAULT} = {c['diff']:+.1f} [{c['ci'][0]}, {c['ci'][1]}], p = {c['p_value']}, "

@@ -1,13 +1,18 @@
 """An LLM reranker over the default's first hits, with its cost: LoCoMo or LongMemEval S dev, a seeded sample.
 
     python bench/bench_rerank.py [--benchmark locomo|longmemeval] [--sample 150] [--seed 0]
-                                 [--window 10] [--model NAME] [--n-threads N] [--record FILE]
+                                 [--window 10] [--max-words N] [--model NAME] [--n-threads N]
+                                 [--dataset FILE --format NAME] [--record FILE]
 
 What it runs: a seeded draw of ``--sample`` scored questions (``draw``). On LoCoMo each
 conversation is replayed whole and only its drawn questions are asked; on LongMemEval S dev
 (``--benchmark longmemeval``) each drawn question is replayed over its own haystack, user
 turns indexed, and scored by LongMemEval's protocol (``lme_recall_any@5``,
-``lme_recall_all@5``) and at 1,024 tokens, as ``bench_generalise.py`` scores it. The same questions are
+``lme_recall_all@5``) and at 1,024 tokens, as ``bench_generalise.py`` scores it.
+``--dataset FILE --format NAME`` runs the LoCoMo comparison on another file (BEAM:
+``--dataset ../shared/datasets/beam/100K --format beam``); ``--max-words N`` cuts each hit the
+model reads to its first N words (whole by default; 200 on LongMemEval, whose user turns run
+to thousands of words). The same questions are
 asked of ``recall_plus`` (the default) and of ``recall_plus`` with an ``LLMReranker`` as its
 selection: a local model (``LocalLLM``, memlab's default Qwen2.5-Coder-1.5B-Instruct unless
 ``--model`` names another registered one, on the CPU, greedy) reads the first ``--window``
@@ -136,6 +141,9 @@ def paired(rows, metrics: list[str] = METRICS) -> dict[str, Any]:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--benchmark", choices=["locomo", "longmemeval"], default="locomo")
+    ap.add_argument("--dataset", default=None,
+                    help="with --benchmark locomo: another file in a format load_any reads (default: LoCoMo)")
+    ap.add_argument("--format", default="locomo", help="the format of --dataset (default: locomo)")
     ap.add_argument("--sample", type=int, default=150, help="scored questions to draw")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--window", type=int, default=10, help="first hits the model reads")
@@ -163,9 +171,14 @@ def main_locomo(args: argparse.Namespace) -> int:
     from memlab.eval.paths import locomo_path
     from memlab.eval.provenance import run_provenance
 
-    path = locomo_path()
+    path = args.dataset or locomo_path()
+    if path is None:
+        from memlab.base import ConfigError
+
+        raise ConfigError("LoCoMo not found: set MEMLAB_LOCOMO, put it at ../shared/datasets/locomo/locomo10.json, "
+                          "or name a file with --dataset")
     provenance = run_provenance(data=[path])
-    dataset = load_any(path, "locomo")
+    dataset = load_any(path, args.format)
     questions = draw(dataset, args.sample, args.seed)
     subset = sampled(dataset, questions)
 
@@ -173,8 +186,9 @@ def main_locomo(args: argparse.Namespace) -> int:
         return replay(s, subset, ks=tuple(PROTOCOL["ks"]), k_max=PROTOCOL["k_max"],
                       budgets=tuple(PROTOCOL["budgets"]), label=label)
 
+    named = {"dataset": {"path": str(args.dataset), "format": args.format}} if args.dataset else {}
     return compare(args, replayed, provenance, dict(PROTOCOL, sample=args.sample, seed=args.seed), questions,
-                   METRICS, KEPT, args.max_words)
+                   METRICS, KEPT, args.max_words, named)
 
 
 def main_longmemeval(args: argparse.Namespace) -> int:
@@ -205,9 +219,11 @@ def main_longmemeval(args: argparse.Namespace) -> int:
 
 
 def compare(args: argparse.Namespace, replayed, provenance: dict[str, Any], protocol: dict[str, Any],
-            questions: list[tuple[str, str]], metrics: list[str], kept: list[str], max_words: int | None) -> int:
+            questions: list[tuple[str, str]], metrics: list[str], kept: list[str], max_words: int | None,
+            named: dict[str, Any] | None = None) -> int:
     """Replay the default and the reranked default (``replayed(strategy, label)`` gives the
-    rows), print and record both with their paired differences and the time ratio."""
+    rows), print and record both with their paired differences and the time ratio (``named``:
+    more fields of the record, such as the file a run read instead of LoCoMo)."""
     import pandas as pd
 
     from memlab.eval.configuration import configuration_hash
@@ -230,7 +246,7 @@ def compare(args: argparse.Namespace, replayed, provenance: dict[str, Any], prot
     comparison = paired(rows, metrics)
     ratio = round(runs[RERANKED]["ms_per_question"] / runs[DEFAULT]["ms_per_question"], 1)
     added = round(runs[RERANKED]["ms_per_question"] - runs[DEFAULT]["ms_per_question"], 1)
-    record = {"provenance": provenance, "protocol": protocol, "model": model, "window": args.window,
+    record = {"provenance": provenance, "protocol": protocol, **(named or {}), "model": model, "window": args.window,
               **({} if max_words is None else {"max_words": max_words}),
               "questions": [list(q) for q in questions], "runs": runs, "paired": comparison,
               "time_ratio": ratio, "added_ms_per_question": added, "load_avg_1m": [round(x, 2) for x in load],

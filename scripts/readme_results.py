@@ -1098,8 +1098,11 @@ def render_rerank(name: str = "rerank") -> str:
         pairing = "Reranked minus default, paired by question (95% CI resampling questions, sign-flip p):"
         observing = "the default's include observing every user turn of each drawn question's haystack"
     else:
-        head = (f"**LoCoMo, {protocol['sample']} questions drawn with seed {protocol['seed']}** (evidence recall, %; "
-                f"95% CI, conversations resampled; `{data['model']}` reads the first {data['window']} hits):")
+        where = (f"{data['dataset']['format']} `{Path(data['dataset']['path']).name}`" if "dataset" in data
+                 else "LoCoMo")
+        cut = f", each cut to its first {data['max_words']} words" if "max_words" in data else ""
+        head = (f"**{where}, {protocol['sample']} questions drawn with seed {protocol['seed']}** (evidence recall, %; "
+                f"95% CI, conversations resampled; `{data['model']}` reads the first {data['window']} hits{cut}):")
         pairing = "Reranked minus default, paired by question (conversation-clustered 95% CI, sign-flip p):"
         observing = "the default's include observing every turn of the sampled conversations"
     lines = [head, "",

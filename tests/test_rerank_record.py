@@ -98,3 +98,55 @@ def test_the_verdict_follows_the_paired_figures():
     assert rr.rerank_verdict(dict(up, diff=-4.0, ci=[-7.0, -1.0])) == "the reranker is lower"
     assert rr.rerank_verdict(dict(up, ci=[-1.0, 7.0])) == "the data cannot separate them"
     assert rr.rerank_verdict(dict(up, p_value=0.2)) == "the data cannot separate them"
+
+
+LME_RECORD = REPO / "bench" / "results" / "rerank_longmemeval.json"
+
+
+@pytest.fixture(scope="module")
+def lme_record():
+    return json.loads(LME_RECORD.read_text(encoding="utf-8"))
+
+
+def test_the_longmemeval_record_is_its_seeded_draw_and_its_figures_are_its_questions(rr, lme_record):
+    from memlab.eval.paths import LONGMEMEVAL_S, longmemeval_path
+
+    p = lme_record["provenance"]
+    assert p["status"] == "complete" and p["git_dirty"] is False
+    protocol = lme_record["protocol"]
+    assert protocol["benchmark"] == "longmemeval" and protocol["roles"] == ["user"]
+    scored = rr.lme_scored(longmemeval_path(LONGMEMEVAL_S))
+    assert len(scored) == 336  # S dev's questions with gold user turns (abstention questions have none)
+    assert [tuple(q) for q in lme_record["questions"]] == rr.draw_from(scored, protocol["sample"], protocol["seed"])
+    rows = pd.DataFrame([dict(r, strategy=label) for label, rs in lme_record["rows"].items() for r in rs])
+    for label, run in lme_record["runs"].items():
+        mine = rows[rows["strategy"] == label]
+        assert [tuple(x) for x in mine[["dialogue_id", "probe_id"]].to_numpy()] == \
+            [tuple(q) for q in lme_record["questions"]]
+        fresh = rr.figures(mine, run["seconds"], rr.LME_METRICS)
+        assert {k: v for k, v in fresh.items() if k != "ms_per_question"} == \
+            {k: v for k, v in run.items() if k not in ("ms_per_question", "config_hash")}
+    assert rr.paired(rows, rr.LME_METRICS) == lme_record["paired"]
+    # the reranker reorders only its window of 10: turn recall at 10 is the default's on every question
+    assert lme_record["window"] == 10
+    default, reranked = lme_record["rows"][rr.DEFAULT], lme_record["rows"][rr.RERANKED]
+    assert [r["recall@10"] for r in default] == [r["recall@10"] for r in reranked]
+    assert all(r["llm_calls"] == 0 for r in default) and all(r["llm_calls"] == 1 for r in reranked)
+
+
+def test_the_longmemeval_rows_are_the_configuration_head_runs(rr, lme_record):
+    data = sorted(lme_record["provenance"]["data"].values())
+    command = lme_record["provenance"]["command"]
+    args = rr.parser().parse_args(command[2:])
+    assert args.benchmark == "longmemeval" and args.max_words in (None, lme_record["max_words"])
+    for label, run in lme_record["runs"].items():
+        s = rr.strategy(label, lme_record["model"], lme_record["window"], args.n_threads, lme_record["max_words"])
+        assert configuration_hash(s, data, lme_record["protocol"]) == run["config_hash"], (
+            f"{label} changed since {LME_RECORD.name} was recorded: run bench/bench_rerank.py --benchmark longmemeval again")
+
+
+def test_a_bad_benchmark_option_is_one_line(rr, capsys):
+    assert rr.main(["--benchmark", "longmemeval", "--sample", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--sample: expected 1 to 336" in err
+

@@ -174,3 +174,12 @@ def pytest_sessionfinish(session, exitstatus):
         else:
             print(f"ERROR: {message}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def locomo_dataset():
+    """LoCoMo loaded once, for the record tests that redraw their samples from it."""
+    from memlab.eval import load_any
+    from memlab.eval.paths import locomo_path
+
+    return load_any(locomo_path(), "locomo")

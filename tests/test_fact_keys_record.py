@@ -13,9 +13,7 @@ import pandas as pd
 import pytest
 
 from memlab.base import ConfigError
-from memlab.eval import load_any
 from memlab.eval.configuration import configuration_hash
-from memlab.eval.paths import locomo_path
 
 REPO = Path(__file__).resolve().parents[1]
 RECORD = REPO / "bench" / "results" / "fact_keys.json"
@@ -27,11 +25,6 @@ def fk(bench_script):
 
 
 @pytest.fixture(scope="module")
-def locomo():
-    return load_any(locomo_path(), "locomo")
-
-
-@pytest.fixture(scope="module")
 def record():
     return json.loads(RECORD.read_text(encoding="utf-8"))
 
@@ -40,19 +33,19 @@ def _rows(record) -> pd.DataFrame:
     return pd.DataFrame([dict(r, strategy=label) for label, rs in record["rows"].items() for r in rs])
 
 
-def test_the_conversations_are_the_ones_named(fk, locomo):
-    subset = fk.chosen(locomo, ["conv-30", "conv-26"])
+def test_the_conversations_are_the_ones_named(fk, locomo_dataset):
+    subset = fk.chosen(locomo_dataset, ["conv-30", "conv-26"])
     assert [d.id for d in subset.dialogues] == ["conv-30", "conv-26"]
     with pytest.raises(ConfigError, match="--conversations: expected distinct ids among conv-26, .* got conv-99"):
-        fk.chosen(locomo, ["conv-99"])
+        fk.chosen(locomo_dataset, ["conv-99"])
     with pytest.raises(ConfigError, match="--conversations: expected distinct ids"):
-        fk.chosen(locomo, ["conv-30", "conv-30"])
+        fk.chosen(locomo_dataset, ["conv-30", "conv-30"])
 
 
-def test_the_record_is_its_conversations_and_its_figures_are_its_questions(fk, locomo, record):
+def test_the_record_is_its_conversations_and_its_figures_are_its_questions(fk, locomo_dataset, record):
     p = record["provenance"]
     assert p["status"] == "complete" and p["git_dirty"] is False
-    subset = fk.chosen(locomo, record["protocol"]["conversations"])
+    subset = fk.chosen(locomo_dataset, record["protocol"]["conversations"])
     asked = [(d.id, q.id) for d in subset.dialogues for q in d.probes]
     rows = _rows(record)
     turns = sum(d.n_turns for d in subset.dialogues)
@@ -69,9 +62,9 @@ def test_the_record_is_its_conversations_and_its_figures_are_its_questions(fk, l
     assert record["time_ratio"] == round(record["runs"][fk.LLM_FACTS]["seconds"] / record["runs"][fk.DEFAULT]["seconds"], 1)
 
 
-def test_the_llm_row_paid_one_call_per_turn_and_its_facts_are_recorded(fk, locomo, record):
+def test_the_llm_row_paid_one_call_per_turn_and_its_facts_are_recorded(fk, locomo_dataset, record):
     run = record["runs"][fk.LLM_FACTS]
-    subset = fk.chosen(locomo, record["protocol"]["conversations"])
+    subset = fk.chosen(locomo_dataset, record["protocol"]["conversations"])
     ids = [t.id for d in subset.dialogues for t in d.turns()]
     assert run["llm_calls"] >= len(ids) == run["n_turns"]  # one per turn, more only for retries
     assert run["llm_calls"] - len(ids) <= run["llm_format_errors"]

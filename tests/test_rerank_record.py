@@ -13,9 +13,7 @@ import pandas as pd
 import pytest
 
 from memlab.base import ConfigError
-from memlab.eval import load_any
 from memlab.eval.configuration import configuration_hash
-from memlab.eval.paths import locomo_path
 
 REPO = Path(__file__).resolve().parents[1]
 RECORD = REPO / "bench" / "results" / "rerank.json"
@@ -27,35 +25,30 @@ def rr(bench_script):
 
 
 @pytest.fixture(scope="module")
-def locomo():
-    return load_any(locomo_path(), "locomo")
-
-
-@pytest.fixture(scope="module")
 def record():
     return json.loads(RECORD.read_text(encoding="utf-8"))
 
 
-def test_the_draw_is_seeded_scored_and_in_dataset_order_and_the_subset_keeps_every_turn(rr, locomo):
-    a, b = rr.draw(locomo, 40, 3), rr.draw(locomo, 40, 3)
-    assert a == b and len(set(a)) == 40 and a != rr.draw(locomo, 40, 4)
-    order = [(d.id, p.id) for d in locomo.dialogues for p in d.probes]
+def test_the_draw_is_seeded_scored_and_in_dataset_order_and_the_subset_keeps_every_turn(rr, locomo_dataset):
+    a, b = rr.draw(locomo_dataset, 40, 3), rr.draw(locomo_dataset, 40, 3)
+    assert a == b and len(set(a)) == 40 and a != rr.draw(locomo_dataset, 40, 4)
+    order = [(d.id, p.id) for d in locomo_dataset.dialogues for p in d.probes]
     assert [order.index(q) for q in a] == sorted(order.index(q) for q in a)
-    evidence = {(d.id, p.id): p.evidence for d in locomo.dialogues for p in d.probes}
+    evidence = {(d.id, p.id): p.evidence for d in locomo_dataset.dialogues for p in d.probes}
     assert all(evidence[q] for q in a)
-    subset = rr.sampled(locomo, a)
+    subset = rr.sampled(locomo_dataset, a)
     assert sorted((d.id, p.id) for d in subset.dialogues for p in d.probes) == sorted(a)
-    turns = {d.id: d.n_turns for d in locomo.dialogues}
+    turns = {d.id: d.n_turns for d in locomo_dataset.dialogues}
     assert all(d.n_turns == turns[d.id] for d in subset.dialogues)
     with pytest.raises(ConfigError, match="--sample: expected 1 to"):
-        rr.draw(locomo, 0, 0)
+        rr.draw(locomo_dataset, 0, 0)
 
 
-def test_the_record_is_its_seeded_draw_and_its_figures_are_its_questions(rr, locomo, record):
+def test_the_record_is_its_seeded_draw_and_its_figures_are_its_questions(rr, locomo_dataset, record):
     p = record["provenance"]
     assert p["status"] == "complete" and p["git_dirty"] is False
     protocol = record["protocol"]
-    assert [tuple(q) for q in record["questions"]] == rr.draw(locomo, protocol["sample"], protocol["seed"])
+    assert [tuple(q) for q in record["questions"]] == rr.draw(locomo_dataset, protocol["sample"], protocol["seed"])
     rows = pd.DataFrame([dict(r, strategy=label) for label, rs in record["rows"].items() for r in rs])
     for label, run in record["runs"].items():
         mine = rows[rows["strategy"] == label]
